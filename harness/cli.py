@@ -1,0 +1,126 @@
+"""`aa-harness` (also `python -m harness`): systems, collections, split, run, leaderboard."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.errors import HarnessError
+from harness.splits import DEFAULT_AUTHOR_FRACTION, SEEDS
+
+
+def _registry():
+    from harness.plugins import load_registry
+
+    return load_registry()
+
+
+def cmd_systems(args) -> int:
+    from tabulate import tabulate
+
+    reg = _registry()
+    rows = [[s.name, ",".join(s.capabilities), s.description] for s in sorted(reg.systems.values(), key=lambda s: s.name)]
+    print(tabulate(rows, headers=["system", "can", "description"], tablefmt="github"))
+    return 0
+
+
+def cmd_collections(args) -> int:
+    from tabulate import tabulate
+
+    reg = _registry()
+    rows = [[c.name, c.data, c.description] for c in sorted(reg.collections.values(), key=lambda c: c.name)]
+    print(tabulate(rows, headers=["collection", "data", "description"], tablefmt="github"))
+    return 0
+
+
+def cmd_split(args) -> int:
+    from harness.jobs import open_collection
+    from harness.splits import build_split, counts_table, get_split, write_manifest
+
+    reg = _registry()
+    collection = open_collection(reg, args.collection, data_dir=args.data_dir, background=args.background)
+    splits = []
+    for seed in args.seeds:
+        if args.overwrite:
+            split = build_split(collection, seed, args.author_fraction)
+            write_manifest(split, args.splits_dir)
+        else:
+            split = get_split(collection, seed, args.splits_dir, author_fraction=args.author_fraction)
+        splits.append(split)
+        print(f"{collection.name} seed {seed}: sha256 {split.sha256[:16]}…", file=sys.stderr)
+    print(counts_table(splits))
+    return 0
+
+
+def cmd_run(args) -> int:
+    from harness.config import parse_set_args
+    from harness.jobs import RunJob, run_job
+
+    job = RunJob(systems=args.systems, collection=args.collection, seeds=args.seeds, overrides=parse_set_args(args.set),
+                 run_name=args.name, depth=args.depth, overwrite=args.overwrite, runs_dir=args.runs_dir,
+                 splits_dir=args.splits_dir, data_dir=args.data_dir, background=args.background,
+                 author_fraction=args.author_fraction, progress=not args.no_progress)
+    run_job(_registry(), job)
+    return 0
+
+
+def cmd_leaderboard(args) -> int:
+    from harness.leaderboard import write_leaderboards
+
+    written = write_leaderboards(args.runs_dir, args.out, plots=not args.no_plots)
+    for p in written:
+        print(f"wrote {p}", file=sys.stderr)
+    print((Path(args.out) / "main.md").read_text(encoding="utf-8"))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="aa-harness", description="Benchmark harness for cross-genre authorship attribution.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sub.add_parser("systems", help="list registered systems").set_defaults(fn=cmd_systems)
+    sub.add_parser("collections", help="list registered collections").set_defaults(fn=cmd_collections)
+
+    def data_args(sp):
+        sp.add_argument("--collection", default="demo", help="registered name, or a canonical JSONL(.gz) path (default: demo)")
+        sp.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS), help="split seeds (default: 0 1001 2001 3001)")
+        sp.add_argument("--data-dir", help="data folder for the collection (else its environment variable)")
+        sp.add_argument("--background", nargs="*", default=[], help="extra background JSONL files (with a path collection)")
+        sp.add_argument("--author-fraction", type=float, default=DEFAULT_AUTHOR_FRACTION,
+                        help=f"share of foreground authors sampled per seed (default {DEFAULT_AUTHOR_FRACTION})")
+        sp.add_argument("--splits-dir", type=Path, default=Path("splits"), help="split manifests folder (default: splits)")
+
+    sp = sub.add_parser("split", help="build (or check) split manifests and print the counts table")
+    data_args(sp)
+    sp.add_argument("--overwrite", action="store_true", help="rebuild manifests even if they exist")
+    sp.set_defaults(fn=cmd_split)
+
+    sp = sub.add_parser("run", help="run systems on a collection's splits and write results")
+    sp.add_argument("systems", nargs="+", metavar="SYSTEM")
+    data_args(sp)
+    sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a system config value (repeatable)")
+    sp.add_argument("--name", help="run name (default: the system name); results go to runs/<collection>/<name>/")
+    sp.add_argument("--depth", type=int, default=100, help="ranking depth kept per query (default 100)")
+    sp.add_argument("--overwrite", action="store_true", help="recompute results that are up to date")
+    sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"))
+    sp.add_argument("--no-progress", action="store_true")
+    sp.set_defaults(fn=cmd_run)
+
+    sp = sub.add_parser("leaderboard", help="regenerate leaderboards/*.md and plots from the run files")
+    sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"))
+    sp.add_argument("--out", type=Path, default=Path("leaderboards"))
+    sp.add_argument("--no-plots", action="store_true")
+    sp.set_defaults(fn=cmd_leaderboard)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except HarnessError as e:
+        print(f"aa-harness: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("aa-harness: interrupted; finished seeds are kept, a rerun continues from there", file=sys.stderr)
+        return 130

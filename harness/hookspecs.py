@@ -1,0 +1,19 @@
+"""The harness's hooks. Each hands the plugin a `register` callback, llm-style."""
+from __future__ import annotations
+
+import pluggy
+
+PROJECT = "aa_harness"  # marker name and entry-point group
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def register_systems(register):
+    """Call register(SystemSpec(...)) once for each system this plugin provides."""
+
+
+@hookspec
+def register_collections(register):
+    """Call register(CollectionSpec(...)) once for each collection this plugin provides."""

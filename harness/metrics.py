@@ -1,0 +1,108 @@
+"""Success@k, MRR@k and their breakdowns, exactly as the paper defines them.
+
+- Ranks are 1-based. Ties are broken by score descending, then documentID ascending.
+- Success@k: share of queries with at least one needle in the top k.
+- MRR@k: mean over queries of 1/rank of the first needle, 0 when it is below rank k.
+- A query the system did not rank (absent or empty ranking) counts as a miss.
+Everything here is pure: ids in, numbers out. No torch.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+Ranking = Sequence[tuple[str, float]]
+HEADLINE = ("success@8", "success@100", "mrr@20")
+CURVE_MAX = 100
+
+
+def order(ranking: Iterable[tuple[str, float]]) -> list[str]:
+    """Candidate ids in rank order under the tie rule (score desc, then id asc)."""
+    return [c for c, _ in sorted(ranking, key=lambda cs: (-float(cs[1]), cs[0]))]
+
+
+def first_needle_rank(ranked_ids: Sequence[str], needles: Iterable[str]) -> int | None:
+    """1-based rank of the first needle in `ranked_ids`, or None when no needle is ranked."""
+    needles = set(needles)
+    for i, c in enumerate(ranked_ids, 1):
+        if c in needles:
+            return i
+    return None
+
+
+def first_ranks(rankings: Mapping[str, Ranking], needles: Mapping[str, Iterable[str]]) -> dict[str, int | None]:
+    """First-needle rank per query of `needles` (the split's queries define the denominator)."""
+    return {q: first_needle_rank(order(rankings.get(q, ())), n) for q, n in needles.items()}
+
+
+def success_at(k: int, ranks: Iterable[int | None]) -> float:
+    ranks = list(ranks)
+    return sum(r is not None and r <= k for r in ranks) / len(ranks)
+
+
+def mrr_at(k: int, ranks: Iterable[int | None]) -> float:
+    ranks = list(ranks)
+    return sum(1.0 / r for r in ranks if r is not None and r <= k) / len(ranks)
+
+
+def headline(ranks: Sequence[int | None]) -> dict[str, float]:
+    return {"success@8": success_at(8, ranks), "success@100": success_at(100, ranks), "mrr@20": mrr_at(20, ranks)}
+
+
+def success_curve(ranks: Sequence[int | None], k_max: int = CURVE_MAX) -> list[float]:
+    """Success@k for k = 1..k_max."""
+    hits = np.zeros(k_max + 1)
+    for r in ranks:
+        if r is not None and r <= k_max:
+            hits[r] += 1
+    return (np.cumsum(hits)[1:] / len(ranks)).tolist()
+
+
+def bootstrap_ci(
+    ranks: Sequence[int | None], *, resamples: int = 1000, level: float = 0.95, seed: int = 0
+) -> dict[str, list[float]]:
+    """Percentile bootstrap interval over queries for each headline metric (fixed seed: reproducible)."""
+    r = np.array([math.inf if x is None else x for x in ranks], dtype=float)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(r), size=(resamples, len(r)))
+    sample = r[idx]
+    stats = {
+        "success@8": (sample <= 8).mean(axis=1),
+        "success@100": (sample <= 100).mean(axis=1),
+        "mrr@20": np.where(sample <= 20, 1.0 / sample, 0.0).mean(axis=1),
+    }
+    lo, hi = (1 - level) / 2 * 100, (1 + level) / 2 * 100
+    return {k: [float(np.percentile(v, lo)), float(np.percentile(v, hi))] for k, v in stats.items()}
+
+
+def per_genre(ranks: Mapping[str, int | None], query_genres: Mapping[str, str]) -> dict[str, dict[str, float]]:
+    groups: dict[str, list[int | None]] = defaultdict(list)
+    for q, r in ranks.items():
+        groups[query_genres[q]].append(r)
+    return {g: {"n_queries": len(v), **headline(v)} for g, v in sorted(groups.items())}
+
+
+def evaluate(
+    rankings: Mapping[str, Ranking], needles: Mapping[str, Iterable[str]], query_genres: Mapping[str, str]
+) -> dict:
+    """Everything a result file records about one run on one split."""
+    ranks = first_ranks(rankings, needles)
+    values = list(ranks.values())
+    return {
+        "metrics": headline(values),
+        "ci95": bootstrap_ci(values),
+        "per_genre": per_genre(ranks, query_genres),
+        "success_curve": success_curve(values),
+        "first_needle_rank": ranks,
+        "n_queries": len(values),
+        "n_ranked": sum(1 for q in needles if rankings.get(q)),
+    }
+
+
+def mean_sd(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof=1) over seeds; sd is NaN for a single seed."""
+    a = np.asarray(values, dtype=float)
+    return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else float("nan")

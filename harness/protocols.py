@@ -1,0 +1,60 @@
+"""Small capability protocols a system may implement (instead of one fat base class).
+
+- Ranker:    rank(queries, candidates, k) -> {queryID: [(candidateID, score), ...]}
+- Encoder:   encode(documents) -> float array (n, d); the harness ranks by inner product
+- Reranker:  score_pairs(query, candidates) -> scores, used on a first stage's top k
+- Trainable: train(train_documents, out_dir) -> path of the saved model
+A system that only encodes is ranked by `DenseRanker`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from harness.documents import Document
+from harness.ranking import exact_search
+
+Rankings = dict[str, list[tuple[str, float]]]
+
+
+@runtime_checkable
+class Ranker(Protocol):
+    def rank(self, queries: Sequence[Document], candidates: Sequence[Document], k: int) -> Rankings: ...
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    def encode(self, documents: Sequence[Document]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    def score_pairs(self, query: Document, candidates: Sequence[Document]) -> Sequence[float]: ...
+
+
+@runtime_checkable
+class Trainable(Protocol):
+    def train(self, train_documents: Sequence[Document], out_dir: Path) -> Path: ...
+
+
+class DenseRanker:
+    """Ranks with any Encoder: encode both sides, exact inner-product search, harness tie rule."""
+
+    def __init__(self, encoder: Encoder):
+        self.encoder = encoder
+
+    def rank(self, queries: Sequence[Document], candidates: Sequence[Document], k: int) -> Rankings:
+        cand = np.asarray(self.encoder.encode(candidates), dtype=np.float32)
+        qv = np.asarray(self.encoder.encode(queries), dtype=np.float32)
+        ranked = exact_search(qv, cand, [d.documentID for d in candidates], k)
+        return {q.documentID: r for q, r in zip(queries, ranked)}
+
+
+def as_ranker(system) -> Ranker:
+    if isinstance(system, Ranker):
+        return system
+    if isinstance(system, Encoder):
+        return DenseRanker(system)
+    raise TypeError(f"{type(system).__name__} implements neither rank() nor encode()")

@@ -1,0 +1,71 @@
+"""Where a result came from: package versions, git commit, device, time."""
+from __future__ import annotations
+
+import datetime as dt
+import importlib.metadata as md
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGES = ("aa-harness", "numpy", "scipy", "scikit-learn", "rank-bm25", "torch", "transformers",
+            "sentence-transformers", "peft", "faiss-cpu", "faiss-gpu")
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def package_versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            pass
+    if "torch" not in out and "torch" in sys.modules:  # e.g. a torch not installed by pip
+        out["torch"] = getattr(sys.modules["torch"], "__version__", "?")
+    return out
+
+
+def git_commit() -> str:
+    """HEAD (with "-dirty" if the tree has changes); AA_HARNESS_GIT_COMMIT overrides (copies without .git)."""
+    if os.environ.get("AA_HARNESS_GIT_COMMIT"):
+        return os.environ["AA_HARNESS_GIT_COMMIT"]
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT_ROOT,
+                               capture_output=True, text=True, timeout=10)
+        return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def device_name(system=None) -> str:
+    """The system's own account of its device if it has one, else the CPU."""
+    name = getattr(system, "device_name", None)
+    if callable(name):
+        name = name()
+    return name or f"cpu: {cpu_name()} ({os.cpu_count()} cores)"
+
+
+def provenance(system=None, wall_seconds: float | None = None) -> dict:
+    return {
+        "packages": package_versions(),
+        "git_commit": git_commit(),
+        "device": device_name(system),
+        "platform": platform.platform(),
+        "wall_seconds": None if wall_seconds is None else round(wall_seconds, 3),
+        "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    }

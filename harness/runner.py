@@ -1,0 +1,101 @@
+"""Run a system on a split: rank, check, score, write. One seed at a time, resumable.
+
+A seed whose result already exists for the same system, config, depth and split is
+skipped (unless overwrite), so a rerun after a crash picks up at the first missing seed.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from harness.collection import Collection
+from harness.errors import HarnessError
+from harness.metrics import evaluate, order
+from harness.protocols import as_ranker
+from harness.provenance import provenance
+from harness.results import SCHEMA_VERSION, read_result, result_path, write_result
+from harness.splits import Split
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    path: Path
+    skipped: bool
+    metrics: Mapping[str, float]
+
+
+def up_to_date(path: Path, system: str, config: Mapping[str, Any], split: Split, depth: int) -> dict | None:
+    if not path.exists():
+        return None
+    old = read_result(path)
+    same = (old.get("system") == system and old.get("config") == config
+            and old.get("split_sha256") == split.sha256 and old.get("depth") == depth)
+    return old if same else None
+
+
+def check_rankings(rankings: Mapping, split: Split, depth: int, system: str) -> dict[str, list[tuple[str, float]]]:
+    """Validate a system's output and put each ranking in tie-rule order, cut at `depth`."""
+    if not isinstance(rankings, Mapping):
+        raise HarnessError(f"system {system!r}: rank() must return a mapping queryID -> [(candidateID, score)]")
+    cands = set(split.candidates)
+    qids = {q.documentID for q in split.queries}
+    out = {}
+    for qid, ranking in rankings.items():
+        if qid not in qids:
+            raise HarnessError(f"system {system!r} ranked {qid!r}, which is not a query of this split")
+        seen = set()
+        for cid, score in ranking:
+            if cid not in cands:
+                raise HarnessError(f"system {system!r}: query {qid!r} ranks {cid!r}, which is not a candidate")
+            if cid in seen:
+                raise HarnessError(f"system {system!r}: query {qid!r} ranks {cid!r} twice")
+            if not math.isfinite(float(score)):
+                raise HarnessError(f"system {system!r}: query {qid!r} gives {cid!r} a non-finite score {score!r}")
+            seen.add(cid)
+        scores = dict((c, float(s)) for c, s in ranking)
+        out[qid] = [(c, scores[c]) for c in order(scores.items())[:depth]]
+    return out
+
+
+def run_split(
+    *,
+    system_name: str,
+    system: Any,
+    config: Mapping[str, Any],
+    collection: Collection,
+    split: Split,
+    runs_dir: Path,
+    run_name: str | None = None,
+    depth: int = 100,
+    extra: Mapping[str, Any] | None = None,
+) -> RunOutcome:
+    """Rank every query of `split` and write the result (the caller checked up_to_date)."""
+    run_name = run_name or system_name
+    path = result_path(runs_dir, collection.name, run_name, split.seed)
+    docs = collection.documents
+    queries = [docs[q.documentID] for q in split.queries]
+    candidates = [docs[c] for c in split.candidates]
+    start = time.perf_counter()
+    raw = as_ranker(system).rank(queries, candidates, depth)
+    wall = time.perf_counter() - start
+    rankings = check_rankings(raw, split, depth, system_name)
+    scores = evaluate(rankings, split.needles, split.query_genres)
+    result = {
+        "schema_version": SCHEMA_VERSION,
+        "system": system_name,
+        "run_name": run_name,
+        "config": dict(config),
+        "collection": collection.name,
+        "seed": split.seed,
+        "split_sha256": split.sha256,
+        "depth": depth,
+        "n_candidates": len(candidates),
+        **scores,
+        "provenance": provenance(system, wall),
+        "extra": dict(extra or {}),
+    }
+    write_result(path, result, rankings)
+    return RunOutcome(path, False, result["metrics"])

@@ -1,0 +1,56 @@
+"""What plugins register: light descriptions with lazy "module:attr" strings.
+
+Nothing here imports a system's code; listing systems and collections stays torch-free.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+def load_object(ref: str) -> Any:
+    """Import "package.module:attr"."""
+    module, _, attr = ref.partition(":")
+    obj = importlib.import_module(module)
+    for part in attr.split(".") if attr else ():
+        obj = getattr(obj, part)
+    return obj
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    """A registered system.
+
+    factory: "module:Callable" taking the config dataclass and returning the system.
+    config:  "module:Dataclass" whose defaults are the recipe; imported without torch.
+    capabilities: what the system can do -- "rank", "encode", "rerank", "train".
+    """
+
+    name: str
+    factory: str
+    config: str
+    description: str = ""
+    capabilities: tuple[str, ...] = ("rank",)
+    plugin: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class CollectionSpec:
+    """A registered collection.
+
+    loader: "module:function" called as loader(*args, data_dir) -> Collection, where
+            data_dir is the --data-dir flag (None when not given).
+    data: where its data comes from, shown by `aa-harness collections`.
+    """
+
+    name: str
+    loader: str
+    description: str = ""
+    data: str = ""
+    args: tuple = ()
+    plugin: str = field(default="", compare=False)
+
+    def load(self, data_dir=None):
+        fn: Callable = load_object(self.loader)
+        return fn(*self.args, data_dir)

@@ -1,0 +1,256 @@
+"""Seeded query/candidate splits (the paper's Appendix B) and their manifests.
+
+For a seed S, a local `random.Random(S)` (never global randomness, never set order):
+  1. samples round(author_fraction * F) of the F foreground authors (sorted ids);
+  2. for each sampled author (sorted), picks one of their genres uniformly (sorted names)
+     -- every genre qualifies, since a foreground author by definition also writes in another;
+  3. every document of that author in that genre becomes a query, ranked on its own;
+  4. the candidate pool is every other document of the collection: the sampled authors'
+     documents in other genres (the needles), all background documents, and the documents
+     of foreground authors that were not sampled.
+
+Non-sampled foreground authors stay in the pool on purpose: they write in several genres
+just like the needles' authors, so they are the hardest distractors a system meets, and
+keeping them makes the pool nearly the same across seeds (only the query documents move).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from harness.atomic import atomic_write_text
+from harness.collection import Collection
+from harness.errors import DataError, HarnessError
+
+SEEDS = (0, 1001, 2001, 3001)
+DEFAULT_AUTHOR_FRACTION = 0.5
+BUILDER = "appendix-b"
+BUILDER_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Query:
+    documentID: str
+    authorIDs: tuple[str, ...]
+    genre: str
+
+
+@dataclass(frozen=True)
+class Split:
+    """One manifest: which documents are queries, which are candidates, and each query's needles."""
+
+    collection: str
+    seed: int
+    queries: tuple[Query, ...]
+    candidates: tuple[str, ...]
+    needles: Mapping[str, tuple[str, ...]]
+    builder: Mapping[str, Any]
+    source_sha256: str
+
+    def content(self) -> dict[str, Any]:
+        """The manifest without its own hash, in a canonical order."""
+        return {
+            "builder": dict(self.builder),
+            "candidates": list(self.candidates),
+            "collection": self.collection,
+            "counts": {
+                "queries": len(self.queries),
+                "candidates": len(self.candidates),
+                "needles": sum(len(v) for v in self.needles.values()),
+                "query_authors": len({a for q in self.queries for a in q.authorIDs}),
+            },
+            "needles": {q: list(v) for q, v in sorted(self.needles.items())},
+            "queries": [{"documentID": q.documentID, "authorIDs": list(q.authorIDs), "genre": q.genre} for q in self.queries],
+            "seed": self.seed,
+            "source_sha256": self.source_sha256,
+        }
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(_dump(self.content()).encode("utf-8")).hexdigest()
+
+    def to_json(self) -> str:
+        return _dump({**self.content(), "sha256": self.sha256})
+
+    @property
+    def query_genres(self) -> dict[str, str]:
+        return {q.documentID: q.genre for q in self.queries}
+
+
+def _dump(obj: Any) -> str:
+    return json.dumps(obj, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def build_split(collection: Collection, seed: int, author_fraction: float = DEFAULT_AUTHOR_FRACTION) -> Split:
+    """Sample a split from `collection` with seed `seed` (see the module docstring)."""
+    if collection.given_splits is not None:
+        if seed not in collection.given_splits:
+            have = ", ".join(str(s) for s in sorted(collection.given_splits))
+            raise HarnessError(f"collection {collection.name!r} ships fixed splits for seed(s) {have}; there is none for seed {seed}")
+        return collection.given_splits[seed]  # type: ignore[return-value]
+    if not 0 < author_fraction <= 1:
+        raise HarnessError(f"author fraction must be in (0, 1], got {author_fraction}")
+    rng = random.Random(seed)
+    genres = collection.author_genres()
+    foreground = collection.foreground_authors()
+    n = max(1, round(author_fraction * len(foreground)))
+    sampled = sorted(rng.sample(foreground, n))
+
+    query_ids: set[str] = set()
+    query_genre: dict[str, str] = {}
+    for author in sampled:
+        genre = rng.choice(sorted(genres[author]))
+        for doc_id in genres[author][genre]:
+            if doc_id not in query_ids:  # a co-authored document is claimed once
+                query_ids.add(doc_id)
+                query_genre[doc_id] = genre
+
+    docs = collection.documents
+    # Same-genre documents sharing an author with a query are neither needles nor fair
+    # distractors; with single-author documents these are exactly the other queries.
+    query_authors_by_genre: dict[str, set[str]] = {}
+    for q in query_ids:
+        query_authors_by_genre.setdefault(query_genre[q], set()).update(docs[q].authorIDs)
+    candidates = sorted(
+        d for d, doc in docs.items()
+        if d not in query_ids and not (set(doc.authorIDs) & query_authors_by_genre.get(doc.genre, set()))
+    )
+    by_author: dict[str, list[str]] = {}
+    for c in candidates:
+        for a in docs[c].authorIDs:
+            by_author.setdefault(a, []).append(c)
+    needles = {}
+    for q in sorted(query_ids):
+        found = {c for a in docs[q].authorIDs for c in by_author.get(a, ()) if docs[c].genre != query_genre[q]}
+        needles[q] = tuple(sorted(found))
+    queries = tuple(Query(q, docs[q].authorIDs, query_genre[q]) for q in sorted(query_ids))
+    split = Split(
+        collection=collection.name,
+        seed=seed,
+        queries=queries,
+        candidates=tuple(candidates),
+        needles=needles,
+        builder={"name": BUILDER, "version": BUILDER_VERSION, "author_fraction": author_fraction},
+        source_sha256=collection.fingerprint(),
+    )
+    check_split(split, collection)
+    return split
+
+
+def check_split(split: Split, collection: Collection | None = None) -> None:
+    """The guarantees every split must meet; a violation is a bug or a corrupted manifest."""
+    where = f"split {split.collection!r} seed {split.seed}"
+    cands = set(split.candidates)
+    if len(cands) != len(split.candidates):
+        raise DataError(f"{where}: duplicate candidate ids")
+    qids = [q.documentID for q in split.queries]
+    if len(set(qids)) != len(qids):
+        raise DataError(f"{where}: duplicate query ids")
+    if not qids:
+        raise DataError(f"{where}: no queries")
+    docs = collection.documents if collection is not None else None
+    for q in split.queries:
+        needles = split.needles.get(q.documentID, ())
+        if not needles:
+            raise DataError(f"{where}: query {q.documentID!r} has no needle")
+        if q.documentID in cands:
+            raise DataError(f"{where}: query {q.documentID!r} is also a candidate")
+        for n in needles:
+            if n not in cands:
+                raise DataError(f"{where}: needle {n!r} of query {q.documentID!r} is not a candidate")
+            if docs is not None and split.builder.get("name") == BUILDER and docs[n].genre == q.genre:
+                raise DataError(f"{where}: needle {n!r} shares its query's genre {q.genre!r}")
+    if docs is not None:
+        missing = [d for d in [*qids, *split.candidates] if d not in docs]
+        if missing:
+            raise DataError(
+                f"{where}: {len(missing)} document id(s) of the manifest are not in the collection (first: {missing[0]!r}); "
+                "the manifest was built from other data"
+            )
+
+
+def split_from_manifest(obj: Mapping[str, Any], where: str) -> Split:
+    try:
+        split = Split(
+            collection=obj["collection"],
+            seed=int(obj["seed"]),
+            queries=tuple(Query(q["documentID"], tuple(q["authorIDs"]), q["genre"]) for q in obj["queries"]),
+            candidates=tuple(obj["candidates"]),
+            needles={k: tuple(v) for k, v in obj["needles"].items()},
+            builder=obj.get("builder", {}),
+            source_sha256=obj.get("source_sha256", ""),
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise DataError(f"{where}: not a split manifest ({type(e).__name__}: {e})") from None
+    if obj.get("sha256") != split.sha256:
+        raise DataError(f"{where}: sha256 does not match the manifest content (edited by hand or truncated?)")
+    return split
+
+
+def manifest_path(splits_dir: Path, collection: str, seed: int) -> Path:
+    return Path(splits_dir) / collection / f"seed-{seed}.json"
+
+
+def read_manifest(path: Path) -> Split:
+    try:
+        obj = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(f"{path}: split manifest not found") from None
+    except json.JSONDecodeError as e:
+        raise DataError(f"{path}: malformed JSON ({e.msg} at line {e.lineno})") from None
+    return split_from_manifest(obj, str(path))
+
+
+def write_manifest(split: Split, splits_dir: Path) -> Path:
+    path = manifest_path(splits_dir, split.collection, split.seed)
+    atomic_write_text(path, split.to_json())
+    return path
+
+
+def get_split(
+    collection: Collection,
+    seed: int,
+    splits_dir: Path,
+    *,
+    author_fraction: float = DEFAULT_AUTHOR_FRACTION,
+    write: bool = True,
+) -> Split:
+    """The committed manifest when there is one (checked against the data), else a fresh build.
+
+    A manifest built from different data, or with a different author fraction, is an error
+    rather than silently replaced: published numbers are tied to the committed split.
+    """
+    path = manifest_path(splits_dir, collection.name, seed)
+    if path.exists():
+        split = read_manifest(path)
+        if collection.given_splits is None:
+            if split.source_sha256 != collection.fingerprint():
+                raise DataError(
+                    f"{path}: built from different documents than collection {collection.name!r} has now; "
+                    "rebuild it with `aa-harness split --overwrite` if the data change is intended"
+                )
+            if split.builder.get("author_fraction") != author_fraction:
+                raise DataError(
+                    f"{path}: built with author fraction {split.builder.get('author_fraction')}, asked for {author_fraction}"
+                )
+        check_split(split, collection)
+        return split
+    split = build_split(collection, seed, author_fraction)
+    if write:
+        write_manifest(split, splits_dir)
+    return split
+
+
+def counts_table(splits: Sequence[Split]) -> str:
+    """Queries and candidates per collection and seed, as a markdown table (like the paper's)."""
+    from tabulate import tabulate
+
+    rows = []
+    for s in sorted(splits, key=lambda s: (s.collection, s.seed)):
+        c = s.content()["counts"]
+        rows.append([s.collection, s.seed, c["query_authors"], c["queries"], c["candidates"], c["needles"]])
+    return tabulate(rows, headers=["collection", "seed", "query authors", "queries", "candidates", "needles"], tablefmt="github")

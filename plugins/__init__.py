@@ -1,0 +1,1 @@
+"""Built-in systems, one folder each: its hookimpl, config dataclass and model code."""

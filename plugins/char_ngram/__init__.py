@@ -1,0 +1,15 @@
+"""Character n-gram TF-IDF with cosine: the classic stylometric baseline."""
+from __future__ import annotations
+
+from harness.hookspecs import hookimpl
+from harness.specs import SystemSpec
+
+
+@hookimpl
+def register_systems(register):
+    register(SystemSpec(
+        name="char-ngram",
+        factory="plugins.char_ngram.system:CharNgramSystem",
+        config="plugins.char_ngram.config:CharNgramConfig",
+        description="TF-IDF over character n-grams (case kept, sublinear tf), cosine similarity",
+    ))

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from harness.documents import Document
+from harness.models import resolve_model, weights_fingerprint
+from plugins.sbert.config import SBERTConfig
+
+
+class SBERTSystem:
+    """Encodes documents with a SentenceTransformer; unit-length vectors, so inner product = cosine."""
+
+    def __init__(self, config: SBERTConfig):
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        self.config = config
+        device = config.device if config.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = config.dtype if config.dtype != "auto" else ("float16" if device.startswith("cuda") else "float32")
+        self.path = resolve_model(config.model)
+        self.model = SentenceTransformer(self.path, device=device, model_kwargs={"torch_dtype": getattr(torch, dtype)})
+        if config.max_seq_length is not None:
+            self.model.max_seq_length = config.max_seq_length
+        self.device, self.dtype = device, dtype
+
+    def encode(self, documents: Sequence[Document]) -> np.ndarray:
+        vecs = self.model.encode([d.fullText for d in documents], batch_size=self.config.batch_size,
+                                 convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=len(documents) > 256)
+        return vecs.astype(np.float32)
+
+    def device_name(self) -> str:
+        import torch
+
+        if self.device.startswith("cuda"):
+            return f"cuda: {torch.cuda.get_device_name(torch.device(self.device))}"
+        from harness.provenance import device_name
+
+        return device_name()
+
+    def describe(self) -> dict:
+        return {"model_path": self.path, "weights_sha256": weights_fingerprint(self.path), "dtype": self.dtype,
+                "max_seq_length": self.model.max_seq_length}
