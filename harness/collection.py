@@ -58,9 +58,15 @@ class Collection:
 
 def read_documents(paths: Iterable[str | Path]) -> dict[str, Document]:
     """Read canonical JSONL files in order; duplicate ids across or within files are errors."""
+    return read_documents_by_file(paths)[0]
+
+
+def read_documents_by_file(paths: Iterable[str | Path]) -> tuple[dict[str, Document], dict[str, int]]:
+    """Like read_documents, plus the index of the file each document came from."""
     docs: dict[str, Document] = {}
     seen_at: dict[str, str] = {}
-    for path in paths:
+    origin: dict[str, int] = {}
+    for index, path in enumerate(paths):
         for lineno, record in iter_jsonl(path):
             where = f"{path}:{lineno}"
             doc = document_from_record(record, where)
@@ -68,7 +74,8 @@ def read_documents(paths: Iterable[str | Path]) -> dict[str, Document]:
                 raise DataError(f"{where}: duplicate documentID {doc.documentID!r} (first seen at {seen_at[doc.documentID]})")
             docs[doc.documentID] = doc
             seen_at[doc.documentID] = where
-    return docs
+            origin[doc.documentID] = index
+    return docs, origin
 
 
 def load_collection(
@@ -86,12 +93,8 @@ def load_collection(
     """
     if not files:
         raise DataError(f"collection {name!r}: no document files given")
-    main = read_documents(files)
-    extra = read_documents(background_files)
-    clash = sorted(set(main) & set(extra))
-    if clash:
-        raise DataError(f"collection {name!r}: documentID {clash[0]!r} appears in both a main and a background file")
-    docs = {**main, **extra}
+    docs, origin = read_documents_by_file([*files, *background_files])
+    extra = {d for d, i in origin.items() if i >= len(files)}
     collection = Collection(
         name=name,
         documents=docs,

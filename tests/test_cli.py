@@ -1,0 +1,35 @@
+import subprocess
+import sys
+
+import pytest
+
+from harness.cli import main
+from tests.conftest import ROOT
+
+
+@pytest.mark.parametrize("command", ["systems", "collections", "split", "run", "leaderboard"])
+def test_every_subcommand_has_help(command, capsys):
+    with pytest.raises(SystemExit) as e:
+        main([command, "--help"])
+    assert e.value.code == 0
+    assert "usage: aa-harness" in capsys.readouterr().out
+
+
+def test_python_dash_m_harness_lists_systems():
+    proc = subprocess.run([sys.executable, "-m", "harness", "systems"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0 and "bm25" in proc.stdout and "char-ngram" in proc.stdout
+
+
+def test_split_prints_counts_table(tmp_path, capsys):
+    assert main(["split", "--collection", "demo", "--seeds", "0", "--splits-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "| demo " in out and "queries" in out
+    assert (tmp_path / "demo" / "seed-0.json").is_file()
+
+
+def test_run_and_leaderboard_from_the_cli(tmp_path, capsys):
+    runs, out = tmp_path / "runs", tmp_path / "lb"
+    assert main(["run", "bm25", "--seeds", "0", "--runs-dir", str(runs), "--splits-dir", str(tmp_path / "s"),
+                 "--no-progress"]) == 0
+    assert main(["leaderboard", "--runs-dir", str(runs), "--out", str(out), "--no-plots"]) == 0
+    assert "| bm25 " in (out / "main.md").read_text()

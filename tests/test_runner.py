@@ -1,0 +1,116 @@
+import json
+
+import pytest
+
+from harness.jobs import RunJob, run_job
+from harness.plugins import load_registry, plugin_manager
+from harness.results import read_rankings, read_result
+from harness.hookspecs import hookimpl
+from harness.specs import SystemSpec
+
+REQUIRED = {"schema_version", "system", "config", "collection", "seed", "split_sha256", "metrics", "n_queries",
+            "n_candidates", "provenance"}
+
+
+def _job(tmp_path, **kw):
+    base = dict(systems=["bm25"], collection="demo", seeds=[0, 1001], runs_dir=tmp_path / "runs",
+                splits_dir=tmp_path / "splits", progress=False)
+    return RunJob(**{**base, **kw})
+
+
+def test_result_schema_and_rankings(tmp_path):
+    out = run_job(load_registry(), _job(tmp_path), log=lambda *_: None)
+    assert [o.skipped for o in out] == [False, False]
+    res = read_result(out[0].path)
+    assert REQUIRED <= set(res)
+    assert set(res["metrics"]) == {"success@8", "success@100", "mrr@20"}
+    assert {"packages", "git_commit", "device", "wall_seconds"} <= set(res["provenance"])
+    assert res["config"] == {"k1": 0.25, "b": 0.75, "epsilon": 0.25}
+    rankings = read_rankings(out[0].path)
+    assert len(rankings) == res["n_queries"]
+    assert all(len(r) == 100 for r in rankings.values())
+    first = next(iter(rankings.values()))
+    assert [s for _, s in first] == sorted((s for _, s in first), reverse=True)
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_up_to_date_results_are_skipped_unless_overwrite(tmp_path):
+    reg = load_registry()
+    run_job(reg, _job(tmp_path), log=lambda *_: None)
+    again = run_job(reg, _job(tmp_path), log=lambda *_: None)
+    assert all(o.skipped for o in again)
+    changed = run_job(reg, _job(tmp_path, overrides={"k1": "0.5"}), log=lambda *_: None)
+    assert not any(o.skipped for o in changed)  # another config is another result
+    forced = run_job(reg, _job(tmp_path, overwrite=True, overrides={"k1": "0.5"}), log=lambda *_: None)
+    assert not any(o.skipped for o in forced)
+
+
+class Flaky:
+    """A ranker that crashes on its second split, like a run killed half-way."""
+
+    calls = 0
+
+    def __init__(self, config):
+        pass
+
+    def rank(self, queries, candidates, k):
+        Flaky.calls += 1
+        if Flaky.calls == 2:
+            raise RuntimeError("boom")
+        return {q.documentID: [(c.documentID, 1.0) for c in candidates[:k]] for q in queries}
+
+
+class FlakyPlugin:
+    @hookimpl
+    def register_systems(self, register):
+        register(SystemSpec("flaky", f"{__name__}:Flaky", "plugins.bm25.config:BM25Config"))
+
+
+def test_rerun_after_crash_resumes_at_the_missing_seed(tmp_path):
+    from harness.plugins import Registry
+
+    reg = load_registry(plugin_manager(entrypoints=False, extra=(FlakyPlugin(),)))
+    Flaky.calls = 0
+    with pytest.raises(RuntimeError):
+        run_job(reg, _job(tmp_path, systems=["flaky"]), log=lambda *_: None)
+    done = sorted(p.name for p in (tmp_path / "runs" / "demo" / "flaky").iterdir())
+    assert done == ["seed-0.json", "seed-0.rankings.jsonl.gz"]  # nothing half-written for seed 1001
+    out = run_job(reg, _job(tmp_path, systems=["flaky"]), log=lambda *_: None)
+    assert [o.skipped for o in out] == [True, False]
+
+
+class Cheater:
+    def __init__(self, config):
+        pass
+
+    def rank(self, queries, candidates, k):
+        return {q.documentID: [(q.documentID, 1.0)] for q in queries}
+
+
+class CheaterPlugin:
+    @hookimpl
+    def register_systems(self, register):
+        register(SystemSpec("cheater", f"{__name__}:Cheater", "plugins.bm25.config:BM25Config"))
+
+
+def test_ranking_a_non_candidate_is_an_error_and_writes_nothing(tmp_path):
+    from harness.errors import HarnessError
+
+    reg = load_registry(plugin_manager(entrypoints=False, extra=(CheaterPlugin(),)))
+    with pytest.raises(HarnessError, match="which is not a candidate"):
+        run_job(reg, _job(tmp_path, systems=["cheater"]), log=lambda *_: None)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_committed_demo_results_reproduce(tmp_path):
+    """The committed BM25 and char-ngram demo results are exactly what the code computes now."""
+    from tests.conftest import ROOT
+
+    reg = load_registry()
+    for system in ("bm25", "char-ngram"):
+        run_job(reg, _job(tmp_path, systems=[system], seeds=[0], splits_dir=ROOT / "splits"), log=lambda *_: None)
+        mine = read_result(tmp_path / "runs" / "demo" / system / "seed-0.json")
+        theirs = read_result(ROOT / "leaderboards" / "runs" / "demo" / system / "seed-0.json")
+        assert mine["split_sha256"] == theirs["split_sha256"]
+        assert mine["metrics"] == theirs["metrics"]
+        assert mine["first_needle_rank"] == theirs["first_needle_rank"]
