@@ -34,6 +34,10 @@ def load_runs(runs_dir: Path) -> dict[tuple[str, str], list[dict]]:
     return {k: sorted(v, key=lambda r: r["seed"]) for k, v in sorted(runs.items())}
 
 
+def _short_commit(commit: str) -> str:
+    return commit[:12] + ("-dirty" if commit.endswith("-dirty") else "")
+
+
 def _cell(values: list[float], n_all: int) -> str:
     mean, sd = mean_sd(values)
     text = f"{100 * mean:.1f}" + ("" if math.isnan(sd) else f" ± {100 * sd:.1f}")
@@ -64,7 +68,7 @@ def provenance_table(runs) -> str:
     for (c, name), res in runs.items():
         devices = sorted({r["provenance"]["device"] for r in res})
         wall = sum(r["provenance"].get("wall_seconds") or 0 for r in res)
-        commits = sorted({r["provenance"]["git_commit"][:12] for r in res})
+        commits = sorted({_short_commit(r["provenance"]["git_commit"]) for r in res})
         rows.append([c, name, res[0]["system"], " ".join(str(r["seed"]) for r in res), res[0]["n_candidates"],
                      sum(r["n_queries"] for r in res), "; ".join(devices), f"{wall:.1f}", " ".join(commits)])
     return tabulate(rows, headers=["collection", "run", "system", "seeds", "candidates (first seed)", "queries (all seeds)",

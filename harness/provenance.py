@@ -13,6 +13,7 @@ PACKAGES = ("aa-harness", "numpy", "scipy", "scikit-learn", "rank-bm25", "torch"
             "sentence-transformers", "peft", "faiss-cpu", "faiss-gpu")
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+CODE_PATHS = ("harness", "plugins", "pyproject.toml")
 
 
 def package_versions() -> dict[str, str]:
@@ -28,14 +29,17 @@ def package_versions() -> dict[str, str]:
 
 
 def git_commit() -> str:
-    """HEAD (with "-dirty" if the tree has changes); AA_HARNESS_GIT_COMMIT overrides (copies without .git)."""
+    """HEAD, with "-dirty" if the code (not results or splits) has uncommitted changes.
+
+    AA_HARNESS_GIT_COMMIT overrides it, for copies of the tree without .git (GPU machines).
+    """
     if os.environ.get("AA_HARNESS_GIT_COMMIT"):
         return os.environ["AA_HARNESS_GIT_COMMIT"]
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=10)
         if head.returncode != 0:
             return "unknown"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT_ROOT,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS], cwd=PROJECT_ROOT,
                                capture_output=True, text=True, timeout=10)
         return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):

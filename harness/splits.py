@@ -253,4 +253,4 @@ def counts_table(splits: Sequence[Split]) -> str:
     for s in sorted(splits, key=lambda s: (s.collection, s.seed)):
         c = s.content()["counts"]
         rows.append([s.collection, s.seed, c["query_authors"], c["queries"], c["candidates"], c["needles"]])
-    return tabulate(rows, headers=["collection", "seed", "query authors", "queries", "candidates", "needles"], tablefmt="github")
+    return tabulate(rows, headers=["collection", "seed", "query authors", "queries", "candidates", "query-needle pairs"], tablefmt="github")
