@@ -56,11 +56,36 @@ def cmd_run(args) -> int:
     from harness.config import parse_set_args
     from harness.jobs import RunJob, run_job
 
-    job = RunJob(systems=args.systems, collection=args.collection, seeds=args.seeds, overrides=parse_set_args(args.set),
+    overrides = parse_set_args(args.set)
+    if args.model:
+        overrides["model"] = args.model
+    job = RunJob(systems=args.systems, collection=args.collection, seeds=args.seeds, overrides=overrides,
                  run_name=args.name, depth=args.depth, overwrite=args.overwrite, runs_dir=args.runs_dir,
                  splits_dir=args.splits_dir, data_dir=args.data_dir, background=args.background,
                  author_fraction=args.author_fraction, progress=not args.no_progress)
     run_job(_registry(), job)
+    return 0
+
+
+def cmd_train(args) -> int:
+    from harness.config import parse_set_args
+    from harness.training_job import train_job
+
+    out = train_job(_registry(), args.system, args.train, args.out, parse_set_args(args.set))
+    print(f"trained model: {out}")
+    return 0
+
+
+def cmd_curate(args) -> int:
+    from harness.curation import CurationSettings, curate
+
+    settings = CurationSettings(min_words=args.min_words, min_docs=args.min_docs, max_docs=args.max_docs,
+                                max_cosine=args.max_cosine, sbert_model=args.sbert_model, ner=args.ner,
+                                device=args.device)
+    report = curate(args.input, args.out, settings)
+    for step in report["steps"]:
+        print(f"{step['step']:>12}: removed {step['removed_documents']:>6} documents, {step['removed_authors']:>5} authors; "
+              f"{step['documents']:>6} documents by {step['authors']:>5} authors remain")
     return 0
 
 
@@ -100,11 +125,31 @@ def build_parser() -> argparse.ArgumentParser:
     data_args(sp)
     sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a system config value (repeatable)")
     sp.add_argument("--name", help="run name (default: the system name); results go to runs/<collection>/<name>/")
+    sp.add_argument("--model", help="a trained model folder (the same as --set model=DIR)")
     sp.add_argument("--depth", type=int, default=100, help="ranking depth kept per query (default 100)")
     sp.add_argument("--overwrite", action="store_true", help="recompute results that are up to date")
     sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"))
     sp.add_argument("--no-progress", action="store_true")
     sp.set_defaults(fn=cmd_run)
+
+    sp = sub.add_parser("train", help="train a system on canonical JSONL training data")
+    sp.add_argument("system", metavar="SYSTEM")
+    sp.add_argument("--train", nargs="+", required=True, help="canonical JSONL(.gz) training files (e.g. curated blogs)")
+    sp.add_argument("--out", type=Path, required=True, help="output folder: model/, train_log.json, checkpoint/")
+    sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value (repeatable)")
+    sp.set_defaults(fn=cmd_train)
+
+    sp = sub.add_parser("curate", help="the paper's training-data curation (length, author counts, dissimilar pair, PII)")
+    sp.add_argument("--input", nargs="+", required=True, help="canonical JSONL(.gz) files")
+    sp.add_argument("--out", type=Path, required=True, help="curated JSONL.gz; a .report.json is written beside it")
+    sp.add_argument("--min-words", type=int, default=350)
+    sp.add_argument("--min-docs", type=int, default=2)
+    sp.add_argument("--max-docs", type=int, default=50)
+    sp.add_argument("--max-cosine", type=float, default=0.2, help="keep an author's most dissimilar pair if below this")
+    sp.add_argument("--sbert-model", default="sentence-transformers/all-mpnet-base-v2")
+    sp.add_argument("--ner", default="spacy", choices=["spacy", "none"], help="person-name detection (none: patterns only)")
+    sp.add_argument("--device", default="auto")
+    sp.set_defaults(fn=cmd_curate)
 
     sp = sub.add_parser("leaderboard", help="regenerate leaderboards/*.md and plots from the run files")
     sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"))

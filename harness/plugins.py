@@ -22,6 +22,9 @@ DEFAULT_PLUGINS = (
     "plugins.bm25",
     "plugins.char_ngram",
     "plugins.sbert",
+    "plugins.luar",
+    "plugins.sadiri",
+    "plugins.sadiri_v2",
 )
 
 

@@ -3,12 +3,12 @@
 - Ranker:    rank(queries, candidates, k) -> {queryID: [(candidateID, score), ...]}
 - Encoder:   encode(documents) -> float array (n, d); the harness ranks by inner product
 - Reranker:  score_pairs(query, candidates) -> scores, used on a first stage's top k
-- Trainable: train(train_documents, out_dir) -> path of the saved model
-A system that only encodes is ranked by `DenseRanker`.
+Training is not a method of the system: a trainable system's SystemSpec names a `trainer`
+function (config, documents, out_dir) -> model folder, so training never loads a model to
+rank with. A system that only encodes is ranked by `DenseRanker`.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -32,11 +32,6 @@ class Encoder(Protocol):
 @runtime_checkable
 class Reranker(Protocol):
     def score_pairs(self, query: Document, candidates: Sequence[Document]) -> Sequence[float]: ...
-
-
-@runtime_checkable
-class Trainable(Protocol):
-    def train(self, train_documents: Sequence[Document], out_dir: Path) -> Path: ...
 
 
 class DenseRanker:

@@ -25,6 +25,8 @@ class SystemSpec:
     factory: "module:Callable" taking the config dataclass and returning the system.
     config:  "module:Dataclass" whose defaults are the recipe; imported without torch.
     capabilities: what the system can do -- "rank", "encode", "rerank", "train".
+    trainer: "module:function" called as trainer(config, train_documents, out_dir) -> model folder,
+             for systems that can be trained (`aa-harness train`).
     """
 
     name: str
@@ -32,6 +34,7 @@ class SystemSpec:
     config: str
     description: str = ""
     capabilities: tuple[str, ...] = ("rank",)
+    trainer: str = ""
     plugin: str = field(default="", compare=False)
 
 

@@ -49,3 +49,26 @@ def minilm():
     if not path.is_dir():
         pytest.skip(f"{path} missing: build it with ../shared/tools/fetch_pretrained.py --out {MODELS}")
     return path
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory):
+    pytest.importorskip("transformers")
+    from tests.tiny_models import tiny_bert
+
+    return tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3_dir(tmp_path_factory):
+    pytest.importorskip("transformers")
+    from tests.tiny_models import tiny_qwen3
+
+    return tiny_qwen3(tmp_path_factory.mktemp("tiny-qwen3"))
+
+
+@pytest.fixture
+def isolated_cache(tmp_path, monkeypatch):
+    """Embedding cache in a temporary folder."""
+    monkeypatch.setenv("AA_HARNESS_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"

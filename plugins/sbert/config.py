@@ -15,6 +15,7 @@ class SBERTConfig:
     max_seq_length: int | None = None
     device: str = "auto"
     dtype: str = "auto"
+    cache: bool = True  # embedding cache (harness.neural.embed_cache): each distinct text encoded once
 
     def __post_init__(self):
         if self.batch_size < 1:

@@ -24,11 +24,24 @@ class SBERTSystem:
         if config.max_seq_length is not None:
             self.model.max_seq_length = config.max_seq_length
         self.device, self.dtype = device, dtype
+        self.cache = None
+        if config.cache:
+            from harness.neural.embed_cache import EmbeddingCache, default_cache_root, model_key
+
+            ident = f"sbert|{weights_fingerprint(self.path) or self.path}"
+            self.cache = EmbeddingCache(default_cache_root(), model_key(ident), self.model.max_seq_length)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        return self.model.encode(texts, batch_size=self.config.batch_size, convert_to_numpy=True,
+                                 normalize_embeddings=True, show_progress_bar=len(texts) > 256)
+
+    def encode_texts(self, texts: list[str]) -> np.ndarray:
+        from harness.neural.embed_cache import cached_encode
+
+        return cached_encode(texts, self.cache, self._encode)
 
     def encode(self, documents: Sequence[Document]) -> np.ndarray:
-        vecs = self.model.encode([d.fullText for d in documents], batch_size=self.config.batch_size,
-                                 convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=len(documents) > 256)
-        return vecs.astype(np.float32)
+        return self.encode_texts([d.fullText for d in documents])
 
     def device_name(self) -> str:
         import torch

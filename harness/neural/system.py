@@ -1,0 +1,65 @@
+"""What the neural plugins share as systems: encode documents through the cache, and train."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from harness.documents import Document
+from harness.neural.device import device_label, pick_device
+from harness.neural.embed_cache import EmbeddingCache, default_cache_root, model_key
+from harness.neural.encoder import BiEncoder, encode_texts
+from harness.neural.training import Recipe, authors_from_documents, train_contrastive
+
+
+class EncoderSystem:
+    """A harness Encoder over any BiEncoder: cached, batched, normalised when cosine."""
+
+    def __init__(self, model: BiEncoder, *, device: str = "auto", cache: bool = True, max_tokens: int = 65536,
+                 describe: dict | None = None):
+        self.device = pick_device(device)
+        self.model = model.to(self.device).eval()
+        if self.device.type == "cuda":
+            self.model.to(torch.bfloat16)
+        self.max_tokens = max_tokens
+        self.identity = model.identity()
+        self.cache = EmbeddingCache(default_cache_root(), model_key(self.identity), model.max_length) if cache else None
+        self._describe = dict(describe or {})
+
+    def encode(self, documents: Sequence[Document]) -> np.ndarray:
+        vecs = encode_texts(self.model, [d.fullText for d in documents], self.device, cache=self.cache,
+                            max_tokens=self.max_tokens, progress=len(documents) > 256)
+        if self.model.similarity == "cosine":
+            vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        return vecs
+
+    def rank(self, queries: Sequence[Document], candidates: Sequence[Document], k: int):
+        from harness.neural.search import exact_search
+
+        cand = self.encode(candidates)
+        qv = self.encode(queries)
+        ranked = exact_search(qv, cand, [d.documentID for d in candidates], k, device=self.device)
+        return {q.documentID: r for q, r in zip(queries, ranked)}
+
+    def device_name(self) -> str:
+        return device_label(self.device)
+
+    def describe(self) -> dict:
+        return {**self._describe, "model_identity": self.identity, "similarity": self.model.similarity,
+                "max_length": self.model.max_length}
+
+
+def recipe_from(config) -> Recipe:
+    """The training recipe carried by a plugin config (fields of the same names)."""
+    names = Recipe.__dataclass_fields__
+    return Recipe(**{k: getattr(config, k) for k in names if hasattr(config, k)})
+
+
+def train_system(model: BiEncoder, config, documents: Sequence[Document], out_dir: Path,
+                 save: Callable[[BiEncoder, Path], None], log=print) -> Path:
+    torch.manual_seed(config.seed)
+    train_contrastive(model, authors_from_documents(documents), recipe_from(config), Path(out_dir), save=save, log=log,
+                      device_pref=getattr(config, "device", "auto"))
+    return Path(out_dir) / "model"

@@ -1,0 +1,17 @@
+"""SADIRI: a transformer bi-encoder (RoBERTa-large in the paper) trained with hard-negative batches."""
+from __future__ import annotations
+
+from harness.hookspecs import hookimpl
+from harness.specs import SystemSpec
+
+
+@hookimpl
+def register_systems(register):
+    register(SystemSpec(
+        name="sadiri",
+        factory="plugins.sadiri.system:SADIRISystem",
+        config="plugins.sadiri.config:SADIRIConfig",
+        description="SADIRI bi-encoder: mean pooling, SupCon with hard-negative batches (untrained backbone without model=)",
+        capabilities=("encode", "train"),
+        trainer="plugins.sadiri.system:train",
+    ))

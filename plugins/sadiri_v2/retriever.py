@@ -1,0 +1,114 @@
+"""The SADIRI-v2 retriever model, its saved form (a standard PEFT adapter + projection + JSON), and training."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import torch
+
+from harness.atomic import atomic_write_text
+from harness.errors import HarnessError
+from harness.models import weights_fingerprint
+from harness.neural.encoder import TokenBiEncoder
+from harness.neural.hf import load_backbone
+from harness.neural.pooling import mean_pool
+from harness.neural.system import EncoderSystem, train_system
+from plugins.sadiri_v2.config import RetrieverConfig
+
+MODEL_JSON = "aa_model.json"
+
+
+class LLMRetriever(TokenBiEncoder):
+    """v(d) = W mean(h_1..h_L) + b (Eq. 1); without a projection: the untrained backbone, cosine."""
+
+    def __init__(self, backbone, tokenizer, max_length: int, projection: torch.nn.Linear | None, identity: str,
+                 backbone_ref: str = ""):
+        super().__init__(backbone, tokenizer, max_length)
+        self.backbone_ref = backbone_ref
+        self.projection = projection
+        self.similarity = "dot" if projection is not None else "cosine"
+        self._identity = identity
+
+    def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        pooled = mean_pool(self.hidden_states(input_ids, attention_mask), attention_mask)
+        if self.projection is None:
+            return pooled
+        return self.projection(pooled.to(self.projection.weight.dtype))
+
+    def identity(self) -> str:
+        return self._identity
+
+    def enable_gradient_checkpointing(self) -> None:
+        base = self.backbone.get_base_model() if hasattr(self.backbone, "get_base_model") else self.backbone
+        base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
+
+def _dtype() -> torch.dtype:
+    return torch.bfloat16 if torch.cuda.is_available() else torch.float32
+
+
+def lora_config(config: RetrieverConfig):
+    from peft import LoraConfig, TaskType
+
+    return LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
+                      target_modules=list(config.lora_targets), bias="none", task_type=TaskType.FEATURE_EXTRACTION)
+
+
+def new_for_training(config: RetrieverConfig) -> LLMRetriever:
+    from peft import get_peft_model
+
+    base, tokenizer, path = load_backbone(config.backbone, dtype=_dtype())
+    hidden = base.config.hidden_size
+    model = get_peft_model(base, lora_config(config))  # freezes the base, adds trainable LoRA
+    projection = torch.nn.Linear(hidden, hidden // 2, bias=True)
+    return LLMRetriever(model, tokenizer, config.max_length, projection, f"untrained|{path}", config.backbone)
+
+
+def load(config: RetrieverConfig) -> LLMRetriever:
+    """The untrained backbone (config.model None) or a trained retriever folder."""
+    if config.model is None:
+        base, tokenizer, path = load_backbone(config.backbone, dtype=_dtype())
+        return LLMRetriever(base, tokenizer, config.max_length, None,
+                            f"llm-mean|{weights_fingerprint(path) or path}")
+    from peft import PeftModel
+    from safetensors.torch import load_file
+
+    folder = Path(config.model)
+    meta_path = folder / MODEL_JSON
+    if not meta_path.is_file():
+        raise HarnessError(f"{folder}: not a trained sadiri-v2-retriever folder ({MODEL_JSON} missing)")
+    meta = json.loads(meta_path.read_text())
+    base, tokenizer, _ = load_backbone(config.backbone, dtype=_dtype())
+    if base.config.hidden_size != meta["hidden_size"]:
+        raise HarnessError(f"{folder} was trained on {meta['backbone']} (hidden {meta['hidden_size']}); "
+                           f"backbone {config.backbone} has hidden {base.config.hidden_size}")
+    model = PeftModel.from_pretrained(base, folder / "adapter")
+    weights = load_file(folder / "projection.safetensors")
+    projection = torch.nn.Linear(meta["hidden_size"], meta["dim"], bias=True)
+    projection.load_state_dict(weights)
+    ident = hashlib.sha256((weights_fingerprint(str(folder)) or str(folder)).encode()).hexdigest()
+    return LLMRetriever(model, tokenizer, meta["max_length"], projection, f"sadiri-v2|{config.backbone}|{ident}")
+
+
+def save(model: LLMRetriever, folder: Path) -> None:
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    model.backbone.save_pretrained(folder / "adapter")
+    proj = model.projection
+    save_file({k: v.detach().float().cpu().contiguous() for k, v in proj.state_dict().items()}, folder / "projection.safetensors")
+    atomic_write_text(folder / MODEL_JSON, json.dumps({
+        "system": "sadiri-v2-retriever", "backbone": model.backbone_ref, "hidden_size": proj.in_features,
+        "dim": proj.out_features, "max_length": model.max_length, "pooling": "mean", "similarity": "dot"}, indent=1))
+
+
+class RetrieverSystem(EncoderSystem):
+    def __init__(self, config: RetrieverConfig):
+        model = load(config)
+        super().__init__(model, device=config.device, cache=config.cache, max_tokens=config.encode_max_tokens,
+                         describe={"backbone": config.backbone, "trained": config.model is not None})
+
+
+def train(config: RetrieverConfig, documents, out_dir: Path) -> Path:
+    return train_system(new_for_training(config), config, documents, out_dir, save)

@@ -1,0 +1,220 @@
+"""The bi-encoder plugins on tiny models built from configs: training lowers the loss,
+save/load round trips, the embedding cache, resume, LUAR's released layout, DDP."""
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("peft")
+
+from harness.demo import demo_documents  # noqa: E402
+from harness.documents import Document  # noqa: E402
+from harness.neural.training import losses  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+def _train_docs(n_authors=12):
+    """Two documents per author, from the synthetic demo's foreground authors."""
+    by = {}
+    for d in demo_documents():
+        if d.authorIDs[0].startswith("demo:fg"):
+            by.setdefault(d.authorIDs[0], []).append(d)
+    return [d for a in sorted(by)[:n_authors] for d in by[a][:2]]
+
+
+def _sadiri_config(backbone, **kw):
+    from plugins.sadiri.config import SADIRIConfig
+
+    base = dict(backbone=str(backbone), max_length=64, authors_per_batch=12, epochs=1, lr=1e-3, tau=0.1,
+                hard_negatives=False, grad_checkpointing=False, device="cpu")
+    return SADIRIConfig(**{**base, **kw})
+
+
+def test_sadiri_training_lowers_loss_and_round_trips(tiny_bert_dir, tmp_path, isolated_cache):
+    from plugins.sadiri.system import SADIRISystem, train
+
+    docs = _train_docs()
+    cfg = _sadiri_config(tiny_bert_dir, epochs=8)
+    out = train(cfg, docs, tmp_path / "run")
+    log = json.loads((tmp_path / "run" / "train_log.json").read_text())
+    curve = losses(log)
+    assert len(curve) == 8 and curve[-1] < curve[0] * 0.8, curve
+    trained = SADIRISystem(_sadiri_config(tiny_bert_dir, model=str(out)))
+    again = SADIRISystem(_sadiri_config(tiny_bert_dir, model=str(out), cache=False))
+    untrained = SADIRISystem(_sadiri_config(tiny_bert_dir))
+    probe = docs[:5]
+    a, b = trained.encode(probe), again.encode(probe)
+    assert np.allclose(a, b, atol=1e-6)
+    assert not np.allclose(a, untrained.encode(probe), atol=1e-3)
+    assert np.allclose(np.linalg.norm(a, axis=1), 1, atol=1e-5)
+
+
+def test_hard_negative_training_runs_each_epoch(tiny_bert_dir, tmp_path, isolated_cache):
+    from plugins.sadiri.system import train
+
+    messages = []
+    train(_sadiri_config(tiny_bert_dir, epochs=2, authors_per_batch=4, hard_negatives=True), _train_docs(),
+          tmp_path / "hn")
+    log = json.loads((tmp_path / "hn" / "train_log.json").read_text())
+    assert {e["epoch"] for e in log["log"] if "loss" in e} == {0, 1}
+    assert sum(1 for e in log["log"] if "loss" in e) == 2 * 3  # 12 authors / 4 a batch, twice
+
+
+def test_embedding_cache_encodes_each_text_once(tiny_bert_dir, isolated_cache, monkeypatch):
+    from plugins.sadiri.system import SADIRISystem
+
+    system = SADIRISystem(_sadiri_config(tiny_bert_dir))
+    calls = []
+    real = system.model.embed
+    monkeypatch.setattr(system.model, "embed", lambda **b: calls.append(b["input_ids"].shape[0]) or real(**b))
+    docs = _train_docs()[:10]
+    first = system.encode(docs)
+    assert sum(calls) == 10
+    second = system.encode(docs + [docs[0]])  # same texts, plus a repeat: nothing new to encode
+    assert sum(calls) == 10 and np.allclose(second[:10], first)
+    fresh = SADIRISystem(_sadiri_config(tiny_bert_dir))  # a new process would read the shards from disk
+    assert len(fresh.cache) == 10
+
+
+def test_resume_from_checkpoint_gives_the_same_model(tiny_bert_dir, tmp_path, isolated_cache):
+    from plugins.sadiri.system import train
+
+    docs = _train_docs()
+    straight = train(_sadiri_config(tiny_bert_dir, epochs=2, authors_per_batch=4, checkpoint_every=1), docs, tmp_path / "a")
+    train(_sadiri_config(tiny_bert_dir, epochs=2, authors_per_batch=4, checkpoint_every=1, max_steps=4), docs, tmp_path / "b")
+    progress = json.loads((tmp_path / "b" / "checkpoint" / "progress.json").read_text())
+    assert progress["steps_done"] == 4 and progress["epoch"] == 1  # stopped inside the second epoch
+    resumed = train(_sadiri_config(tiny_bert_dir, epochs=2, authors_per_batch=4, checkpoint_every=1), docs, tmp_path / "b")
+    from safetensors.torch import load_file
+
+    wa, wb = load_file(straight / "model.safetensors"), load_file(resumed / "model.safetensors")
+    assert wa.keys() == wb.keys() and all(torch.allclose(wa[k], wb[k], atol=1e-6) for k in wa)
+    la = losses(json.loads((tmp_path / "a" / "train_log.json").read_text()))
+    lb = losses(json.loads((tmp_path / "b" / "train_log.json").read_text()))
+    assert np.allclose(la, lb, atol=1e-5)
+
+
+def _v2_config(backbone, **kw):
+    from plugins.sadiri_v2.config import RetrieverConfig
+
+    base = dict(backbone=str(backbone), max_length=64, authors_per_batch=12, epochs=6, lr=1e-3, tau=0.1,
+                hard_negatives=False, grad_checkpointing=True, device="cpu")
+    return RetrieverConfig(**{**base, **kw})
+
+
+def test_v2_retriever_trains_lora_and_projection_only_and_round_trips(tiny_qwen3_dir, tmp_path, isolated_cache):
+    from plugins.sadiri_v2.retriever import RetrieverSystem, new_for_training, train
+
+    model = new_for_training(_v2_config(tiny_qwen3_dir))
+    names = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert names and all("lora_" in n or n.startswith("projection.") for n in names)
+    hidden = model.backbone.get_base_model().config.hidden_size
+    assert model.projection.out_features == hidden // 2 and model.projection.bias is not None
+    lora = model.backbone.peft_config["default"]
+    assert (lora.r, lora.lora_alpha, lora.lora_dropout, lora.bias) == (16, 32, 0.05, "none")
+    assert set(lora.target_modules) == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+
+    out = train(_v2_config(tiny_qwen3_dir, hard_negatives=True, project_for_clustering=True, authors_per_batch=6), _train_docs(), tmp_path / "v2")
+    curve = losses(json.loads((tmp_path / "v2" / "train_log.json").read_text()))
+    assert curve[-1] < curve[0], curve
+    assert (out / "adapter" / "adapter_config.json").is_file() and (out / "projection.safetensors").is_file()
+    probe = _train_docs()[:4]
+    a = RetrieverSystem(_v2_config(tiny_qwen3_dir, model=str(out))).encode(probe)
+    b = RetrieverSystem(_v2_config(tiny_qwen3_dir, model=str(out), cache=False)).encode(probe)
+    assert a.shape == (4, hidden // 2) and np.allclose(a, b, atol=1e-5)
+
+
+def test_v2_embedding_does_not_depend_on_batch_mates(tiny_qwen3_dir, isolated_cache):
+    from plugins.sadiri_v2.retriever import RetrieverSystem
+
+    system = RetrieverSystem(_v2_config(tiny_qwen3_dir, cache=False))
+    docs = _train_docs()[:6]
+    together = system.encode(docs)
+    alone = np.stack([system.encode([d])[0] for d in docs])
+    assert np.allclose(together, alone, atol=1e-5)
+
+
+def _luar(tiny_bert_dir, seed=0):
+    from transformers import AutoModel
+
+    from harness.neural.hf import load_tokenizer
+    from plugins.luar.model import LUAR
+
+    torch.manual_seed(seed)
+    return LUAR(AutoModel.from_pretrained(tiny_bert_dir), load_tokenizer(str(tiny_bert_dir)), 512, 32, 16)
+
+
+def test_luar_loads_a_checkpoint_in_the_released_layout(tiny_bert_dir, tmp_path):
+    """A randomly initialised LUAR saved as the released checkpoints are (config.json with
+    embedding_size; weights named transformer.* and linear.*) loads to the same function."""
+    from safetensors.torch import save_file
+
+    from plugins.luar.system import load_released
+
+    model = _luar(tiny_bert_dir, seed=1)
+    folder = tmp_path / "LUAR-MUD-like"
+    folder.mkdir()
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    assert {k.split(".")[0] for k in state} == {"transformer", "linear"}
+    save_file(state, folder / "model.safetensors")
+    (folder / "config.json").write_text(json.dumps({"model_type": "LUAR", "embedding_size": 512}))
+    loaded = load_released(folder, str(tiny_bert_dir))
+    texts = [d.fullText for d in _train_docs()[:3]]
+    with torch.no_grad():
+        a = model.embed(**model.collate(model.featurize(texts)))
+        b = loaded.embed(**loaded.collate(loaded.featurize(texts)))
+    assert a.shape == (3, 512) and torch.allclose(a, b, atol=1e-6)
+
+
+def test_luar_episode_is_masked_not_padded(tiny_bert_dir):
+    model = _luar(tiny_bert_dir).eval()
+    short, long = "a short text.", " ".join(d.fullText for d in _train_docs()[:2])
+    feats = model.featurize([short, long])
+    assert len(feats[0]) == 1 and len(feats[1]) == 16 and all(len(c) <= 32 for c in feats[1])
+    with torch.no_grad():
+        both = model.embed(**model.collate(feats))
+        alone = model.embed(**model.collate(feats[:1]))
+    assert torch.allclose(both[0], alone[0], atol=1e-5)
+
+
+def test_luar_training_lowers_loss(tiny_bert_dir, tmp_path, isolated_cache):
+    from plugins.luar.config import LUARConfig
+    from plugins.luar.system import LUARSystem, train
+
+    cfg = LUARConfig(backbone=str(tiny_bert_dir), checkpoint=None, max_chunks=2, authors_per_batch=12, epochs=8,
+                     lr=1e-3, tau=0.1, grad_checkpointing=False, device="cpu")
+    out = train(cfg, _train_docs(), tmp_path / "luar")
+    curve = losses(json.loads((tmp_path / "luar" / "train_log.json").read_text()))
+    assert curve[-1] < curve[0] * 0.8, curve
+    vecs = LUARSystem(LUARConfig(backbone=str(tiny_bert_dir), model=str(out), max_chunks=2, device="cpu")).encode(_train_docs()[:3])
+    assert vecs.shape == (3, 512)
+
+
+def test_ddp_step_equals_single_process_step(tiny_bert_dir, tmp_path):
+    """Two processes (gloo, CPU) with the global batch split between them give the same loss
+    and the same updated weights as one process with the whole batch."""
+    import socket
+    import subprocess
+    import sys
+
+    from safetensors.torch import load_file
+
+    from tests.conftest import ROOT
+
+    def run(nproc, out):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", f"--master_port={port}",
+               "--master_addr=127.0.0.1", str(ROOT / "tests" / "ddp_worker.py"), str(tiny_bert_dir), str(out), "2"]
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return losses(json.loads((out / "train_log.json").read_text())), load_file(out / "model" / "model.safetensors")
+
+    one_loss, one_w = run(1, tmp_path / "one")
+    two_loss, two_w = run(2, tmp_path / "two")
+    assert json.loads((tmp_path / "two" / "train_log.json").read_text())["world_size"] == 2
+    assert np.allclose(one_loss, two_loss, atol=1e-5), (one_loss, two_loss)
+    assert all(torch.allclose(one_w[k], two_w[k], atol=1e-5) for k in one_w)
