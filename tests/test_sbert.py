@@ -7,7 +7,7 @@ from harness.documents import Document  # noqa: E402
 
 
 @pytest.mark.slow
-def test_sbert_from_a_local_folder_encodes_unit_vectors_and_ranks(minilm):
+def test_sbert_from_a_local_folder_encodes_unit_vectors_and_ranks(minilm, isolated_cache):
     from plugins.sbert.config import SBERTConfig
     from plugins.sbert.system import SBERTSystem
     from harness.protocols import as_ranker

@@ -28,14 +28,16 @@ def load_tokenizer(ref: str):
     return tok
 
 
-def load_backbone(ref: str, dtype: torch.dtype | None = None):
-    """AutoModel (the bare encoder/decoder, no LM head) and its tokenizer."""
+def load_backbone(ref: str, dtype: torch.dtype = torch.float32):
+    """AutoModel (the bare encoder/decoder, no LM head) and its tokenizer.
+
+    The dtype is explicit (float32 unless asked): weights saved in half precision would
+    otherwise load as half and meet float32 activations on the CPU.
+    """
     from transformers import AutoModel
 
     path = resolve_model(ref)
     gguf = _gguf_file(path)
     kwargs = {"gguf_file": gguf} if gguf else {}
-    if dtype is not None:
-        kwargs["dtype"] = dtype
-    model = AutoModel.from_pretrained(path, **kwargs)
+    model = AutoModel.from_pretrained(path, dtype=dtype, **kwargs)
     return model, load_tokenizer(ref), path
