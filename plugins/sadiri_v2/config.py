@@ -25,6 +25,7 @@ class RetrieverConfig:
     lora_alpha: int = 32
     lora_dropout: float = 0.05
     lora_targets: tuple[str, ...] = LORA_TARGETS
+    similarity: str = "dot"  # the paper's; "cosine" normalises the projected vectors (a variant)
     tau: float = 0.01
     lr: float = 1e-5
     authors_per_batch: int = 16
@@ -42,5 +43,7 @@ class RetrieverConfig:
     cache: bool = True
 
     def __post_init__(self):
+        if self.similarity not in ("dot", "cosine"):
+            raise ValueError(f"similarity must be 'dot' or 'cosine', got {self.similarity!r}")
         if self.authors_per_batch < 2:
             raise ValueError("authors_per_batch must be >= 2 (in-batch negatives)")

@@ -23,11 +23,11 @@ class LLMRetriever(TokenBiEncoder):
     """v(d) = W mean(h_1..h_L) + b (Eq. 1); without a projection: the untrained backbone, cosine."""
 
     def __init__(self, backbone, tokenizer, max_length: int, projection: torch.nn.Linear | None, identity: str,
-                 backbone_ref: str = ""):
+                 backbone_ref: str = "", similarity: str = "dot"):
         super().__init__(backbone, tokenizer, max_length)
         self.backbone_ref = backbone_ref
         self.projection = projection
-        self.similarity = "dot" if projection is not None else "cosine"
+        self.similarity = similarity if projection is not None else "cosine"
         self._identity = identity
 
     def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -62,7 +62,8 @@ def new_for_training(config: RetrieverConfig) -> LLMRetriever:
     hidden = base.config.hidden_size
     model = get_peft_model(base, lora_config(config))  # freezes the base, adds trainable LoRA
     projection = torch.nn.Linear(hidden, hidden // 2, bias=True)
-    return LLMRetriever(model, tokenizer, config.max_length, projection, f"untrained|{path}", config.backbone)
+    return LLMRetriever(model, tokenizer, config.max_length, projection, f"untrained|{path}", config.backbone,
+                        config.similarity)
 
 
 def load(config: RetrieverConfig) -> LLMRetriever:
@@ -88,7 +89,8 @@ def load(config: RetrieverConfig) -> LLMRetriever:
     projection = torch.nn.Linear(meta["hidden_size"], meta["dim"], bias=True)
     projection.load_state_dict(weights)
     ident = hashlib.sha256((weights_fingerprint(str(folder)) or str(folder)).encode()).hexdigest()
-    return LLMRetriever(model, tokenizer, meta["max_length"], projection, f"sadiri-v2|{config.backbone}|{ident}")
+    return LLMRetriever(model, tokenizer, meta["max_length"], projection, f"sadiri-v2|{config.backbone}|{ident}",
+                        config.backbone, meta.get("similarity", "dot"))
 
 
 def save(model: LLMRetriever, folder: Path) -> None:
@@ -100,7 +102,7 @@ def save(model: LLMRetriever, folder: Path) -> None:
     save_file({k: v.detach().float().cpu().contiguous() for k, v in proj.state_dict().items()}, folder / "projection.safetensors")
     atomic_write_text(folder / MODEL_JSON, json.dumps({
         "system": "sadiri-v2-retriever", "backbone": model.backbone_ref, "hidden_size": proj.in_features,
-        "dim": proj.out_features, "max_length": model.max_length, "pooling": "mean", "similarity": "dot"}, indent=1))
+        "dim": proj.out_features, "max_length": model.max_length, "pooling": "mean", "similarity": model.similarity}, indent=1))
 
 
 class RetrieverSystem(EncoderSystem):
