@@ -44,11 +44,17 @@ def _cell(values: list[float], n_all: int) -> str:
     return text + (f" (n={len(values)})" if len(values) < n_all else "")
 
 
+def run_order(runs) -> list[str]:
+    """Run names grouped by system (so a trained model sits beside its untrained backbone)."""
+    system = {n: res[0]["system"] for (_, n), res in runs.items()}
+    return sorted(system, key=lambda n: (system[n], n))
+
+
 def main_table(runs) -> str:
     from tabulate import tabulate
 
     collections = sorted({c for c, _ in runs})
-    names = sorted({n for _, n in runs})
+    names = run_order(runs)
     n_seeds = {c: max(len(v) for (cc, _), v in runs.items() if cc == c) for c in collections}
     headers = ["system"] + [f"{c} {SHORT[m]}" for c in collections for m in HEADLINE]
     rows = []
@@ -65,7 +71,8 @@ def provenance_table(runs) -> str:
     from tabulate import tabulate
 
     rows = []
-    for (c, name), res in runs.items():
+    order = {n: i for i, n in enumerate(run_order(runs))}
+    for (c, name), res in sorted(runs.items(), key=lambda kv: (kv[0][0], order[kv[0][1]])):
         devices = sorted({r["provenance"]["device"] for r in res})
         wall = sum(r["provenance"].get("wall_seconds") or 0 for r in res)
         commits = sorted({_short_commit(r["provenance"]["git_commit"]) for r in res})
@@ -81,7 +88,7 @@ def genre_tables(runs) -> str:
 
     parts = []
     for c in sorted({c for c, _ in runs}):
-        names = sorted(n for cc, n in runs if cc == c)
+        names = [n for n in run_order(runs) if (c, n) in runs]
         genres = sorted({g for n in names for r in runs[(c, n)] for g in r["per_genre"]})
         rows = []
         for g in genres:
@@ -134,21 +141,40 @@ def plot_curves(runs, collection: str, path: Path) -> None:
     plt.close(fig)
 
 
+def training_page(training_dir: Path) -> str:
+    from harness.training_report import load_logs, training_table
+
+    logs = load_logs(training_dir)
+    body = training_table(logs) if logs else "(no training logs)"
+    return (f"{HEADER}# Training runs\n\nFrom `leaderboards/training/<run>.train_log.json` (written by "
+            "`aa-harness train`). Train seconds sum the epochs' wall time (the hard-negative clustering included); "
+            f"docs/s counts both documents of every author pair.\n\n{body}\n\n![training loss](training-loss.png)\n")
+
+
 def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True) -> list[Path]:
     runs = load_runs(runs_dir)
     out_dir = Path(out_dir)
+    training_dir = Path(runs_dir).parent / "training"
     collections = sorted({c for c, _ in runs})
     plot_lines = "\n".join(f"![Success@k on {c}](success-at-k-{c}.png)" for c in collections)
     main = (f"{HEADER}# Leaderboard\n\nSuccess@8, Success@100 and MRR@20 in percent, mean ± sample sd over the "
             "split seeds (0, 1001, 2001, 3001); `(n=…)` marks a run with fewer seeds. Splits: `splits/`. "
-            "Per-genre tables: [per-genre.md](per-genre.md). Figures the paper reports: [reported.md](reported.md).\n\n"
+            "Per-genre tables: [per-genre.md](per-genre.md). Training runs: [training.md](training.md). "
+            "Figures the paper reports: [reported.md](reported.md).\n\n"
             f"{main_table(runs) if runs else '(no runs yet)'}\n\n## Runs\n\n{provenance_table(runs) if runs else ''}\n\n"
             f"## Success@k, k = 1…100\n\n{plot_lines}\n")
-    written = [out_dir / "main.md", out_dir / "per-genre.md", out_dir / "reported.md"]
+    written = [out_dir / "main.md", out_dir / "per-genre.md", out_dir / "reported.md", out_dir / "training.md"]
     atomic_write_text(written[0], main)
     atomic_write_text(written[1], f"{HEADER}# Per-genre results\n\n{genre_tables(runs)}")
     atomic_write_text(written[2], reported_table())
+    atomic_write_text(written[3], training_page(training_dir))
     if plots:
+        from harness.training_report import load_logs, plot_losses
+
+        logs = load_logs(training_dir)
+        if logs:
+            plot_losses(logs, out_dir / "training-loss.png")
+            written.append(out_dir / "training-loss.png")
         for c in collections:
             plot_curves(runs, c, out_dir / f"success-at-k-{c}.png")
             written.append(out_dir / f"success-at-k-{c}.png")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -27,4 +28,10 @@ def train_job(registry: Registry, system: str, train_files: Sequence[str | Path]
     atomic_write_text(out_dir / "train_config.json", json.dumps(
         {"system": system, "config": config_dict(config), "train_files": [str(f) for f in train_files],
          "provenance": provenance()}, indent=1) + "\n")
-    return load_object(spec.trainer)(config, documents, out_dir)
+    model_dir = load_object(spec.trainer)(config, documents, out_dir)
+    log_path = out_dir / "train_log.json"
+    main_process = os.environ.get("RANK", "0") == "0"
+    if main_process and log_path.is_file():  # make the log self-describing (under DDP rank 0 wrote it)
+        log = json.loads(log_path.read_text())
+        atomic_write_text(log_path, json.dumps({"system": system, "config": config_dict(config), **log}, indent=1) + "\n")
+    return model_dir

@@ -1,0 +1,63 @@
+"""The training table and loss plot, generated from leaderboards/training/<name>.train_log.json
+(written by `aa-harness train`) and, when kept beside it, <name>.train_config.json."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.atomic import atomic_open
+
+
+def load_logs(folder: Path) -> dict[str, dict]:
+    logs = {}
+    for path in sorted(Path(folder).glob("*.train_log.json")):
+        name = path.name[: -len(".train_log.json")]
+        log = json.loads(path.read_text(encoding="utf-8"))
+        cfg_path = path.with_name(f"{name}.train_config.json")
+        log["train_config"] = json.loads(cfg_path.read_text(encoding="utf-8")) if cfg_path.is_file() else None
+        logs[name] = log
+    return logs
+
+
+def training_table(logs: dict[str, dict]) -> str:
+    from tabulate import tabulate
+
+    rows = []
+    for name, log in logs.items():
+        epochs = [e for e in log["log"] if "epoch_seconds" in e]
+        losses = [e["loss"] for e in log["log"] if "loss" in e]
+        cfg = log["train_config"] or log  # train_job also stores system and config in the log itself
+        system = cfg.get("system", "not recorded")
+        backbone = cfg.get("config", {}).get("backbone", "not recorded")
+        r = log["recipe"]
+        recipe = f"lr {r['lr']:g}, {r['authors_per_batch']} authors/batch, {r['epochs']} ep, tau {r['tau']:g}" + \
+                 (", hard negatives" if r["hard_negatives"] else "")
+        rows.append([name, system, backbone, recipe, log["device"], log["world_size"], log["authors"], log["steps"],
+                     f"{sum(e['epoch_seconds'] for e in epochs):.1f}",
+                     f"{sum(e['docs_per_second'] for e in epochs) / max(len(epochs), 1):.0f}",
+                     f"{losses[0]:.2f}" if losses else "", f"{losses[-1]:.2f}" if losses else ""])
+    return tabulate(rows, headers=["run", "system", "backbone", "recipe", "device", "GPUs", "authors", "steps",
+                                   "train seconds", "docs/s (mean over epochs)", "first loss", "last loss"],
+                    tablefmt="github", disable_numparse=True)
+
+
+def plot_losses(logs: dict[str, dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    for name, log in logs.items():
+        losses = [e["loss"] for e in log["log"] if "loss" in e]
+        ax.plot(range(1, len(losses) + 1), losses, label=name)
+    ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss (log scale)")
+    ax.set_title("Contrastive training loss per step")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    with atomic_open(path, "wb") as f:
+        fig.savefig(f, format="png", metadata={"Software": None})
+    plt.close(fig)
