@@ -11,7 +11,7 @@ from harness.documents import Document
 from harness.neural.device import device_label, pick_device
 from harness.neural.embed_cache import EmbeddingCache, default_cache_root, model_key
 from harness.neural.encoder import BiEncoder, encode_texts
-from harness.neural.training import Recipe, authors_from_documents, train_contrastive
+from harness.neural.training import authors_from_documents, train_contrastive
 
 
 class EncoderSystem:
@@ -51,15 +51,9 @@ class EncoderSystem:
                 "max_length": self.model.max_length}
 
 
-def recipe_from(config) -> Recipe:
-    """The training recipe carried by a plugin config (fields of the same names)."""
-    names = Recipe.__dataclass_fields__
-    return Recipe(**{k: getattr(config, k) for k in names if hasattr(config, k)})
-
-
 def train_system(model: BiEncoder, config, documents: Sequence[Document], out_dir: Path,
                  save: Callable[[BiEncoder, Path], None], log=print) -> Path:
     torch.manual_seed(config.seed)
-    train_contrastive(model, authors_from_documents(documents), recipe_from(config), Path(out_dir), save=save, log=log,
-                      device_pref=getattr(config, "device", "auto"))
+    train_contrastive(model, authors_from_documents(documents), config, Path(out_dir), save=save, log=log,
+                      device_pref=config.device)
     return Path(out_dir) / "model"

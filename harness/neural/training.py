@@ -12,38 +12,24 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import fields
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from harness.atomic import atomic_open, atomic_write_text
 from harness.errors import HarnessError
+from harness.recipe import ContrastiveTraining
 from harness.neural import distributed as D
 from harness.neural.device import autocast, device_label, pick_device
 from harness.neural.encoder import BiEncoder, embed_features
 from harness.neural.hard_negatives import hard_negative_batches, random_batches
 from harness.neural.losses import supcon_loss
-
-
-@dataclass(frozen=True)
-class Recipe:
-    lr: float
-    epochs: int
-    authors_per_batch: int
-    tau: float
-    hard_negatives: bool = True
-    cluster_factor: float = 3.5
-    project_for_clustering: bool = False  # random-project to D // 3 first (LLM embeddings)
-    grad_checkpointing: bool = True
-    bf16: bool = True
-    seed: int = 0
-    checkpoint_every: int = 0
-    max_steps: int = 0  # stop after this many steps in all (0: no limit); for smoke runs
-    encode_max_tokens: int = 65536
 
 
 def authors_from_documents(documents) -> dict[str, list[str]]:
@@ -57,7 +43,7 @@ def authors_from_documents(documents) -> dict[str, list[str]]:
     return usable
 
 
-def _plan_epoch(model: BiEncoder, authors: Mapping[str, list[str]], recipe: Recipe, epoch: int,
+def _plan_epoch(model: BiEncoder, authors: Mapping[str, list[str]], recipe: ContrastiveTraining, epoch: int,
                 device: torch.device, log) -> list[list[tuple[str, int, int]]]:
     seed = recipe.seed * 1000 + epoch
     if recipe.hard_negatives:
@@ -96,7 +82,7 @@ def _load_checkpoint(folder: Path, model: BiEncoder, optimizer) -> dict | None:
     return progress
 
 
-def train_contrastive(model: BiEncoder, authors: Mapping[str, list[str]], recipe: Recipe, out_dir: Path, *,
+def train_contrastive(model: BiEncoder, authors: Mapping[str, list[str]], recipe: ContrastiveTraining, out_dir: Path, *,
                       save: Callable[[BiEncoder, Path], None], log=print, device_pref: str = "auto") -> dict:
     """Train `model` in place; the main process calls save(model, out_dir / "model") at the end."""
     rank, size, _ = D.world()
@@ -129,6 +115,8 @@ def train_contrastive(model: BiEncoder, authors: Mapping[str, list[str]], recipe
             progress.update(plan=D.broadcast(plan), step=0)
         plan = progress["plan"]
         t_epoch, docs, tokens = time.perf_counter(), 0, 0
+        bar = tqdm(total=len(plan), initial=progress["step"], desc=f"epoch {epoch}", unit="step", file=sys.stderr,
+                   disable=not (D.is_main() and sys.stderr.isatty()))
         for step in range(progress["step"], len(plan)):
             batch = plan[step]
             mine = D.shard(batch, rank, size)
@@ -159,13 +147,16 @@ def train_contrastive(model: BiEncoder, authors: Mapping[str, list[str]], recipe
             progress["log"].append(entry)
             progress["step"] = step + 1
             progress["steps_done"] += 1
-            if step % 10 == 0 or step == len(plan) - 1:
+            bar.update(1)
+            bar.set_postfix(loss=f"{entry['loss']:.4f}")
+            if bar.disable and (step % 10 == 0 or step == len(plan) - 1):
                 log(f"epoch {epoch} step {step + 1}/{len(plan)} loss {entry['loss']:.4f}")
             if recipe.checkpoint_every and progress["steps_done"] % recipe.checkpoint_every == 0 and D.is_main():
                 _save_checkpoint(ckpt, model, optimizer, progress)
             if recipe.max_steps and progress["steps_done"] >= recipe.max_steps:
                 stop = True
                 break
+        bar.close()
         seconds = time.perf_counter() - t_epoch
         progress["log"].append({"epoch": epoch, "epoch_seconds": round(seconds, 2), "docs_per_second": round(docs / max(seconds, 1e-9), 1),
                                 "tokens_per_second": round(tokens / max(seconds, 1e-9), 1)})
@@ -175,7 +166,7 @@ def train_contrastive(model: BiEncoder, authors: Mapping[str, list[str]], recipe
             _save_checkpoint(ckpt, model, optimizer, progress)
         if stop:
             break
-    summary = {"recipe": asdict(recipe), "device": device_label(device), "world_size": size, "authors": len(authors),
+    summary = {"recipe": {f.name: getattr(recipe, f.name) for f in fields(ContrastiveTraining)}, "device": device_label(device), "world_size": size, "authors": len(authors),
                "trainable_parameters": n_trainable, "steps": progress["steps_done"], "log": progress["log"]}
     if D.is_main():
         save(model, out_dir / "model")

@@ -2,9 +2,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.recipe import ContrastiveTraining
+
 
 @dataclass(frozen=True)
-class LUARConfig:
+class LUARConfig(ContrastiveTraining):
     """LUAR as released: a document is cut into 32-token chunks (an episode of at most
     max_chunks), each chunk goes through the backbone with mean pooling, parameter-free
     scaled dot-product self-attention mixes the episode, max-pooling over it and a linear
@@ -29,20 +31,12 @@ class LUARConfig:
     authors_per_batch: int = 64
     epochs: int = 4
     hard_negatives: bool = False
-    cluster_factor: float = 3.5
-    grad_checkpointing: bool = True
-    bf16: bool = True
-    seed: int = 0
-    checkpoint_every: int = 0
-    max_steps: int = 0
-    device: str = "auto"
-    encode_max_tokens: int = 65536
-    cache: bool = True
 
     @property
     def max_length(self) -> int:
         return self.chunk_tokens * self.max_chunks
 
     def __post_init__(self):
+        super().__post_init__()
         if self.chunk_tokens < 3:
             raise ValueError("chunk_tokens must leave room for the two special tokens")

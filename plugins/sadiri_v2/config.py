@@ -2,11 +2,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.recipe import ContrastiveTraining
+
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
 @dataclass(frozen=True)
-class RetrieverConfig:
+class RetrieverConfig(ContrastiveTraining):
     """The SADIRI-v2 retriever recipe (Eq. 1): any Hugging Face decoder LLM (the paper's: Qwen3
     0.6B/1.7B/4B/8B and Mistral-Nemo-Base-2407) with LoRA (r 16, alpha 32, dropout 0.05, all
     attention and MLP projections, bias none, FEATURE_EXTRACTION), mean pooling over the final
@@ -31,19 +33,9 @@ class RetrieverConfig:
     authors_per_batch: int = 16
     epochs: int = 1
     hard_negatives: bool = True
-    cluster_factor: float = 3.5
     project_for_clustering: bool = True  # random projection to K = D // 3 before k-means
-    grad_checkpointing: bool = True
-    bf16: bool = True
-    seed: int = 0
-    checkpoint_every: int = 0
-    max_steps: int = 0
-    device: str = "auto"
-    encode_max_tokens: int = 65536
-    cache: bool = True
 
     def __post_init__(self):
+        super().__post_init__()
         if self.similarity not in ("dot", "cosine"):
             raise ValueError(f"similarity must be 'dot' or 'cosine', got {self.similarity!r}")
-        if self.authors_per_batch < 2:
-            raise ValueError("authors_per_batch must be >= 2 (in-batch negatives)")
