@@ -67,6 +67,21 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_rerank(args) -> int:
+    from harness.config import parse_set_args
+    from harness.rerank_job import RerankJob, rerank_job
+
+    overrides = parse_set_args(args.set)
+    if args.model:
+        overrides["model"] = args.model
+    job = RerankJob(system=args.system, first_stage=args.first_stage, collection=args.collection, seeds=args.seeds,
+                    overrides=overrides, run_name=args.name, depth=args.depth, overwrite=args.overwrite,
+                    runs_dir=args.runs_dir, splits_dir=args.splits_dir, data_dir=args.data_dir,
+                    author_fraction=args.author_fraction)
+    rerank_job(_registry(), job)
+    return 0
+
+
 def cmd_train(args) -> int:
     from harness.config import parse_set_args
     from harness.training_job import train_job
@@ -131,6 +146,18 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"))
     sp.add_argument("--no-progress", action="store_true")
     sp.set_defaults(fn=cmd_run)
+
+    sp = sub.add_parser("rerank", help="rescore a first-stage run's top k with a reranker, per seed")
+    sp.add_argument("system", metavar="SYSTEM")
+    data_args(sp)
+    sp.add_argument("--first-stage", required=True, help="run name of the first stage (its rankings are read)")
+    sp.add_argument("--depth", type=int, default=100, help="how many first-stage candidates to rescore (default 100)")
+    sp.add_argument("--model", help="the trained reranker folder (the same as --set model=DIR)")
+    sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value (repeatable)")
+    sp.add_argument("--name", help="run name (default: <first stage>+<system>-<strategy>)")
+    sp.add_argument("--overwrite", action="store_true")
+    sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"))
+    sp.set_defaults(fn=cmd_rerank)
 
     sp = sub.add_parser("train", help="train a system on canonical JSONL training data")
     sp.add_argument("system", metavar="SYSTEM")

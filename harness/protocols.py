@@ -2,7 +2,7 @@
 
 - Ranker:    rank(queries, candidates, k) -> {queryID: [(candidateID, score), ...]}
 - Encoder:   encode(documents) -> float array (n, d); the harness ranks by inner product
-- Reranker:  score_pairs(query, candidates) -> scores, used on a first stage's top k
+- Reranker:  rerank(queries, candidate lists) -> one score array per query, on a first stage's top k
 Training is not a method of the system: a trainable system's SystemSpec names a `trainer`
 function (config, documents, out_dir) -> model folder, so training never loads a model to
 rank with. A system that only encodes is ranked by `DenseRanker`.
@@ -31,7 +31,7 @@ class Encoder(Protocol):
 
 @runtime_checkable
 class Reranker(Protocol):
-    def score_pairs(self, query: Document, candidates: Sequence[Document]) -> Sequence[float]: ...
+    def rerank(self, queries: Sequence[Document], candidate_lists: Sequence[Sequence[Document]]) -> list[np.ndarray]: ...
 
 
 class DenseRanker:
@@ -52,4 +52,8 @@ def as_ranker(system) -> Ranker:
         return system
     if isinstance(system, Encoder):
         return DenseRanker(system)
-    raise TypeError(f"{type(system).__name__} implements neither rank() nor encode()")
+    from harness.errors import HarnessError
+
+    if isinstance(system, Reranker):
+        raise HarnessError(f"{type(system).__name__} is a reranker: use `aa-harness rerank SYSTEM --first-stage RUN`")
+    raise HarnessError(f"{type(system).__name__} implements neither rank() nor encode()")

@@ -60,6 +60,31 @@ def check_rankings(rankings: Mapping, split: Split, depth: int, system: str) -> 
     return out
 
 
+def record_run(*, system_name: str, system: Any, config: Mapping[str, Any], collection: Collection, split: Split,
+               rankings: Mapping, wall: float, runs_dir: Path, run_name: str, depth: int,
+               extra: Mapping[str, Any] | None = None) -> RunOutcome:
+    """Check a system's rankings, score them, and write the result and rankings files."""
+    path = result_path(runs_dir, collection.name, run_name, split.seed)
+    checked = check_rankings(rankings, split, depth, system_name)
+    scores = evaluate(checked, split.needles, split.query_genres)
+    result = {
+        "schema_version": SCHEMA_VERSION,
+        "system": system_name,
+        "run_name": run_name,
+        "config": dict(config),
+        "collection": collection.name,
+        "seed": split.seed,
+        "split_sha256": split.sha256,
+        "depth": depth,
+        "n_candidates": len(split.candidates),
+        **scores,
+        "provenance": provenance(system, wall),
+        "extra": dict(extra or {}),
+    }
+    write_result(path, result, checked)
+    return RunOutcome(path, False, result["metrics"])
+
+
 def run_split(
     *,
     system_name: str,
@@ -73,29 +98,12 @@ def run_split(
     extra: Mapping[str, Any] | None = None,
 ) -> RunOutcome:
     """Rank every query of `split` and write the result (the caller checked up_to_date)."""
-    run_name = run_name or system_name
-    path = result_path(runs_dir, collection.name, run_name, split.seed)
     docs = collection.documents
     queries = [docs[q.documentID] for q in split.queries]
     candidates = [docs[c] for c in split.candidates]
     start = time.perf_counter()
     raw = as_ranker(system).rank(queries, candidates, depth)
     wall = time.perf_counter() - start
-    rankings = check_rankings(raw, split, depth, system_name)
-    scores = evaluate(rankings, split.needles, split.query_genres)
-    result = {
-        "schema_version": SCHEMA_VERSION,
-        "system": system_name,
-        "run_name": run_name,
-        "config": dict(config),
-        "collection": collection.name,
-        "seed": split.seed,
-        "split_sha256": split.sha256,
-        "depth": depth,
-        "n_candidates": len(candidates),
-        **scores,
-        "provenance": provenance(system, wall),
-        "extra": dict(extra or {}),
-    }
-    write_result(path, result, rankings)
-    return RunOutcome(path, False, result["metrics"])
+    return record_run(system_name=system_name, system=system, config=config, collection=collection, split=split,
+                      rankings=raw, wall=wall, runs_dir=runs_dir, run_name=run_name or system_name, depth=depth,
+                      extra=extra)

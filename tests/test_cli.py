@@ -7,7 +7,7 @@ from harness.cli import main
 from tests.conftest import ROOT
 
 
-@pytest.mark.parametrize("command", ["systems", "collections", "split", "run", "leaderboard"])
+@pytest.mark.parametrize("command", ["systems", "collections", "split", "run", "rerank", "train", "curate", "leaderboard"])
 def test_every_subcommand_has_help(command, capsys):
     with pytest.raises(SystemExit) as e:
         main([command, "--help"])

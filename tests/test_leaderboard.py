@@ -4,7 +4,7 @@ from tests.conftest import ROOT
 
 def test_committed_tables_equal_regenerated(tmp_path):
     write_leaderboards(ROOT / "leaderboards" / "runs", tmp_path, plots=False)
-    for name in ("main.md", "per-genre.md", "reported.md", "training.md"):
+    for name in ("main.md", "per-genre.md", "reported.md", "training.md", "rerank.md"):
         committed = (ROOT / "leaderboards" / name).read_text(encoding="utf-8")
         assert committed == (tmp_path / name).read_text(encoding="utf-8"), (
             f"leaderboards/{name} differs from what `aa-harness leaderboard` generates; rerun it and commit")

@@ -20,8 +20,13 @@ from harness.provenance import PROJECT_ROOT
 CACHE_ENV = "AA_HARNESS_CACHE"
 
 
+def cache_root() -> Path:
+    """$AA_HARNESS_CACHE, else the project's ignored .cache folder."""
+    return Path(os.environ.get(CACHE_ENV, PROJECT_ROOT / ".cache"))
+
+
 def default_cache_root() -> Path:
-    return Path(os.environ.get(CACHE_ENV, PROJECT_ROOT / ".cache")) / "embeddings"
+    return cache_root() / "embeddings"
 
 
 def model_key(*parts: str) -> str:

@@ -74,16 +74,21 @@ class TokenBiEncoder(BiEncoder):
     def featurize(self, texts: Sequence[str]) -> list[list[int]]:
         return self.tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]
 
+    padding_side = "right"
+
     def collate(self, features: Sequence[list[int]]) -> dict[str, torch.Tensor]:
         width = max(len(f) for f in features)
         ids = torch.full((len(features), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(features), width), dtype=torch.long)
         for i, f in enumerate(features):
-            ids[i, : len(f)] = torch.tensor(f, dtype=torch.long)
-            mask[i, : len(f)] = 1
+            span = slice(0, len(f)) if self.padding_side == "right" else slice(width - len(f), width)
+            ids[i, span] = torch.tensor(f, dtype=torch.long)
+            mask[i, span] = 1
         return {"input_ids": ids, "attention_mask": mask}
 
     def hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        # Encoders make their own position ids (RoBERTa's start after the padding index), so
+        # none are passed here; decoders read with left padding override this (reranker).
         return self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
     def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:

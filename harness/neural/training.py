@@ -22,10 +22,11 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from harness.atomic import atomic_open, atomic_write_text
+from harness.atomic import atomic_write_text
 from harness.errors import HarnessError
 from harness.recipe import ContrastiveTraining
 from harness.neural import distributed as D
+from harness.neural.checkpoint import load_checkpoint, save_checkpoint
 from harness.neural.device import autocast, device_label, pick_device
 from harness.neural.encoder import BiEncoder, embed_features
 from harness.neural.hard_negatives import hard_negative_batches, random_batches
@@ -61,27 +62,6 @@ def _plan_epoch(model: BiEncoder, authors: Mapping[str, list[str]], recipe: Cont
     return [[(a, *rng.sample(range(len(authors[a])), 2)) for a in batch] for batch in batches]
 
 
-def _save_checkpoint(folder: Path, model: BiEncoder, optimizer, progress: dict) -> None:
-    state = {"trainable": {n: p.detach().cpu() for n, p in model.named_parameters() if p.requires_grad},
-             "optimizer": optimizer.state_dict()}
-    with atomic_open(folder / "state.pt", "wb") as f:
-        torch.save(state, f)
-    atomic_write_text(folder / "progress.json", json.dumps(progress))  # written last: marks a whole checkpoint
-
-
-def _load_checkpoint(folder: Path, model: BiEncoder, optimizer) -> dict | None:
-    if not (folder / "progress.json").is_file():
-        return None
-    progress = json.loads((folder / "progress.json").read_text())
-    state = torch.load(folder / "state.pt", map_location="cpu", weights_only=True)
-    params = dict(model.named_parameters())
-    with torch.no_grad():
-        for n, t in state["trainable"].items():
-            params[n].copy_(t)
-    optimizer.load_state_dict(state["optimizer"])
-    return progress
-
-
 def train_contrastive(model: BiEncoder, authors: Mapping[str, list[str]], recipe: ContrastiveTraining, out_dir: Path, *,
                       save: Callable[[BiEncoder, Path], None], log=print, device_pref: str = "auto") -> dict:
     """Train `model` in place; the main process calls save(model, out_dir / "model") at the end."""
@@ -101,7 +81,7 @@ def train_contrastive(model: BiEncoder, authors: Mapping[str, list[str]], recipe
 
         wrapped = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
     optimizer = torch.optim.Adam(model.trainable_parameters(), lr=recipe.lr)
-    progress = _load_checkpoint(ckpt, model, optimizer) or {"epoch": 0, "step": 0, "plan": None, "log": [], "steps_done": 0}
+    progress = load_checkpoint(ckpt, model, optimizer) or {"epoch": 0, "step": 0, "plan": None, "log": [], "steps_done": 0}
     if progress["steps_done"]:
         log(f"resuming from {ckpt}: epoch {progress['epoch']}, step {progress['step']}")
     amp = recipe.bf16 and device.type == "cuda"
@@ -152,7 +132,7 @@ def train_contrastive(model: BiEncoder, authors: Mapping[str, list[str]], recipe
             if bar.disable and (step % 10 == 0 or step == len(plan) - 1):
                 log(f"epoch {epoch} step {step + 1}/{len(plan)} loss {entry['loss']:.4f}")
             if recipe.checkpoint_every and progress["steps_done"] % recipe.checkpoint_every == 0 and D.is_main():
-                _save_checkpoint(ckpt, model, optimizer, progress)
+                save_checkpoint(ckpt, model, optimizer, progress)
             if recipe.max_steps and progress["steps_done"] >= recipe.max_steps:
                 stop = True
                 break
@@ -163,7 +143,7 @@ def train_contrastive(model: BiEncoder, authors: Mapping[str, list[str]], recipe
         if not stop:
             progress.update(epoch=epoch + 1, step=0, plan=None)
         if D.is_main():
-            _save_checkpoint(ckpt, model, optimizer, progress)
+            save_checkpoint(ckpt, model, optimizer, progress)
         if stop:
             break
     summary = {"recipe": {f.name: getattr(recipe, f.name) for f in fields(ContrastiveTraining)}, "device": device_label(device), "world_size": size, "authors": len(authors),

@@ -1,0 +1,36 @@
+"""Training checkpoints: the trainable weights, the optimizer and a JSON progress record.
+
+progress.json is written last, so its presence marks a complete checkpoint; both files are
+replaced atomically, so a crash leaves the previous checkpoint intact.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from harness.atomic import atomic_open, atomic_write_text
+
+
+def save_checkpoint(folder: Path, model: torch.nn.Module, optimizer, progress: dict) -> None:
+    state = {"trainable": {n: p.detach().cpu() for n, p in model.named_parameters() if p.requires_grad},
+             "optimizer": optimizer.state_dict()}
+    with atomic_open(Path(folder) / "state.pt", "wb") as f:
+        torch.save(state, f)
+    atomic_write_text(Path(folder) / "progress.json", json.dumps(progress))
+
+
+def load_checkpoint(folder: Path, model: torch.nn.Module, optimizer) -> dict | None:
+    """Restore weights and optimizer in place and return the progress record (None: no checkpoint)."""
+    folder = Path(folder)
+    if not (folder / "progress.json").is_file():
+        return None
+    progress = json.loads((folder / "progress.json").read_text())
+    state = torch.load(folder / "state.pt", map_location="cpu", weights_only=True)
+    params = dict(model.named_parameters())
+    with torch.no_grad():
+        for n, t in state["trainable"].items():
+            params[n].copy_(t)
+    optimizer.load_state_dict(state["optimizer"])
+    return progress

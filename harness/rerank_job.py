@@ -1,0 +1,90 @@
+"""`aa-harness rerank`: rescore a first-stage run's saved top-k with a reranker, per seed.
+
+The new run is named `<first stage>+<system>[-<strategy>]` unless --name says otherwise; its
+config records the first stage and a hash of the rankings it read. Success@100 cannot change
+when the top 100 are reranked (the same 100 candidates), so it equals the first stage's.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from harness.config import build_config, config_dict
+from harness.errors import HarnessError
+from harness.jobs import DEFAULT_SPLITS_DIR, open_collection
+from harness.plugins import Registry
+from harness.results import DEFAULT_RUNS_DIR, rankings_path, read_rankings, read_result, result_path
+from harness.runner import RunOutcome, record_run, up_to_date
+from harness.specs import load_object
+from harness.splits import DEFAULT_AUTHOR_FRACTION, SEEDS, get_split
+
+
+@dataclass
+class RerankJob:
+    system: str
+    first_stage: str
+    collection: str
+    seeds: Sequence[int] = SEEDS
+    overrides: dict = field(default_factory=dict)
+    run_name: str | None = None
+    depth: int = 100
+    overwrite: bool = False
+    runs_dir: Path = DEFAULT_RUNS_DIR
+    splits_dir: Path = DEFAULT_SPLITS_DIR
+    data_dir: str | None = None
+    author_fraction: float = DEFAULT_AUTHOR_FRACTION
+
+
+def default_run_name(first_stage: str, system: str, config) -> str:
+    strategy = getattr(config, "strategy", None)
+    return f"{first_stage}+{system}" + (f"-{strategy}" if strategy else "")
+
+
+def rerank_job(registry: Registry, job: RerankJob, log=print) -> list[RunOutcome]:
+    spec = registry.system(job.system)
+    if "rerank" not in spec.capabilities:
+        rerankers = sorted(s.name for s in registry.systems.values() if "rerank" in s.capabilities)
+        raise HarnessError(f"system {job.system!r} is not a reranker (rerankers: {', '.join(rerankers) or 'none'})")
+    config = build_config(load_object(spec.config), job.overrides)
+    collection = open_collection(registry, job.collection, data_dir=job.data_dir)
+    name = job.run_name or default_run_name(job.first_stage, spec.name, config)
+    system, outcomes = None, []
+    for seed in job.seeds:
+        split = get_split(collection, seed, job.splits_dir, author_fraction=job.author_fraction)
+        first = result_path(job.runs_dir, collection.name, job.first_stage, seed)
+        if not first.is_file():
+            raise HarnessError(f"{first}: the first stage {job.first_stage!r} has no result for {collection.name} seed {seed}; run it first")
+        fs = read_result(first)
+        if fs["split_sha256"] != split.sha256:
+            raise HarnessError(f"{first} was made on another split of {collection.name} seed {seed}")
+        if fs["depth"] < job.depth:
+            raise HarnessError(f"{first} kept the top {fs['depth']}, fewer than --depth {job.depth}")
+        digest = hashlib.sha256(rankings_path(first).read_bytes()).hexdigest()
+        cfg = {**config_dict(config), "first_stage": job.first_stage, "first_stage_rankings_sha256": digest}
+        path = result_path(job.runs_dir, collection.name, name, seed)
+        if not job.overwrite and up_to_date(path, spec.name, cfg, split, job.depth):
+            log(f"{name} on {collection.name} seed {seed}: up to date ({path}); --overwrite to recompute")
+            outcomes.append(RunOutcome(path, True, read_result(path)["metrics"]))
+            continue
+        system = system or load_object(spec.factory)(config)
+        first_rankings = read_rankings(first)
+        docs = collection.documents
+        queries = [docs[q.documentID] for q in split.queries]
+        cand_lists = [[docs[c] for c, _ in first_rankings.get(q.documentID, [])[: job.depth]] for q in split.queries]
+        start = time.perf_counter()
+        scores = system.rerank(queries, cand_lists)
+        wall = time.perf_counter() - start
+        rankings = {q.documentID: [(c.documentID, float(s)) for c, s in zip(cands, sc)]
+                    for q, cands, sc in zip(split.queries, cand_lists, scores) if cands}
+        extra = {**getattr(system, "describe", lambda: {})(), "first_stage": job.first_stage,
+                 "first_stage_metrics": fs["metrics"]}
+        out = record_run(system_name=spec.name, system=system, config=cfg, collection=collection, split=split,
+                         rankings=rankings, wall=wall, runs_dir=job.runs_dir, run_name=name, depth=job.depth, extra=extra)
+        m = out.metrics
+        log(f"{name} on {collection.name} seed {seed}: S@8 {m['success@8']:.3f}  S@100 {m['success@100']:.3f}  "
+            f"MRR@20 {m['mrr@20']:.3f} (first stage S@8 {fs['metrics']['success@8']:.3f})  -> {out.path}")
+        outcomes.append(out)
+    return outcomes

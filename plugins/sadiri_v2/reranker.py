@@ -1,0 +1,227 @@
+"""The SADIRI-v2 reranker: an LLM cross-encoder over `query U+2980 candidate` (Eq. 3),
+its saved form (PEFT adapter + 1 x E head + JSON), training on targeted negatives, scoring."""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from harness.atomic import atomic_write_text
+from harness.documents import Document
+from harness.errors import HarnessError
+from harness.models import weights_fingerprint
+from harness.neural.checkpoint import load_checkpoint, save_checkpoint
+from harness.neural.device import autocast, device_label, pick_device
+from harness.neural.encoder import TokenBiEncoder, embed_features
+from harness.neural.hf import load_backbone
+from harness.neural.pooling import last_token_pool
+from plugins.sadiri_v2.config import RerankerConfig, parse_strategy
+from plugins.sadiri_v2.negatives import cached_neighbours, draw_negatives
+from plugins.sadiri_v2.retriever import _dtype, lora_config
+
+MODEL_JSON = "aa_model.json"
+
+
+class PairScorer(TokenBiEncoder):
+    """score(q, c) = W . h_last(q U+2980 c): one number per pair, whatever its batch mates or padding side."""
+
+    def __init__(self, backbone, tokenizer, head: torch.nn.Linear, config: RerankerConfig, identity: str):
+        super().__init__(backbone, tokenizer, config.max_query_tokens + config.max_candidate_tokens)
+        self.head = head
+        self.config = config
+        self._identity = identity
+        self.delimiter_ids = tokenizer(config.delimiter, add_special_tokens=False)["input_ids"]
+        self.bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+        self.eos = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
+
+    def pair_features(self, query: str, candidates: Sequence[str]) -> list[list[int]]:
+        """Each side truncated on its own; special tokens (BOS, EOS) come outside that budget."""
+        tok, c = self.tokenizer, self.config
+        q = tok(query, add_special_tokens=False, truncation=True, max_length=c.max_query_tokens)["input_ids"]
+        cs = tok(list(candidates), add_special_tokens=False, truncation=True, max_length=c.max_candidate_tokens)["input_ids"]
+        return [self.bos + q + self.delimiter_ids + d + self.eos for d in cs]
+
+    def hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # left padding must not shift positions
+        return self.backbone(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions).last_hidden_state
+
+    def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        last = last_token_pool(self.hidden_states(input_ids, attention_mask), attention_mask)
+        return self.head(last.to(self.head.weight.dtype))
+
+    def identity(self) -> str:
+        return self._identity
+
+    def enable_gradient_checkpointing(self) -> None:
+        base = self.backbone.get_base_model() if hasattr(self.backbone, "get_base_model") else self.backbone
+        base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
+
+def new_for_training(config: RerankerConfig) -> PairScorer:
+    from peft import get_peft_model
+
+    base, tokenizer, path = load_backbone(config.backbone, dtype=_dtype())
+    model = get_peft_model(base, lora_config(config))
+    head = torch.nn.Linear(base.config.hidden_size, 1, bias=False)
+    return PairScorer(model, tokenizer, head, config, f"untrained|{path}")
+
+
+def load(config: RerankerConfig) -> PairScorer:
+    from peft import PeftModel
+    from safetensors.torch import load_file
+
+    if config.model is None:
+        raise HarnessError("sadiri-v2-reranker needs a trained model: --model DIR (from `aa-harness train sadiri-v2-reranker`)")
+    folder = Path(config.model)
+    if not (folder / MODEL_JSON).is_file():
+        raise HarnessError(f"{folder}: not a trained sadiri-v2-reranker folder ({MODEL_JSON} missing)")
+    meta = json.loads((folder / MODEL_JSON).read_text())
+    if parse_strategy(meta["strategy"]) != parse_strategy(config.strategy):
+        raise HarnessError(f"{folder} was trained with strategy {meta['strategy']!r}; pass --set strategy={meta['strategy']} "
+                           "so the run's config says what it ran")
+    base, tokenizer, _ = load_backbone(config.backbone, dtype=_dtype())
+    model = PeftModel.from_pretrained(base, folder / "adapter")
+    head = torch.nn.Linear(meta["hidden_size"], 1, bias=False)
+    head.load_state_dict(load_file(folder / "head.safetensors"))
+    ident = hashlib.sha256((weights_fingerprint(str(folder)) or str(folder)).encode()).hexdigest()
+    return PairScorer(model, tokenizer, head, config, f"sadiri-v2-reranker|{config.backbone}|{ident}")
+
+
+def save(model: PairScorer, folder: Path, config: RerankerConfig) -> None:
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    model.backbone.save_pretrained(folder / "adapter")
+    save_file({k: v.detach().float().cpu().contiguous() for k, v in model.head.state_dict().items()}, folder / "head.safetensors")
+    atomic_write_text(folder / MODEL_JSON, json.dumps({
+        "system": "sadiri-v2-reranker", "backbone": config.backbone, "hidden_size": model.head.in_features,
+        "strategy": "+".join(parse_strategy(config.strategy)), "negatives": config.negatives,
+        "max_query_tokens": config.max_query_tokens, "max_candidate_tokens": config.max_candidate_tokens,
+        "delimiter": config.delimiter}, indent=1))
+
+
+class RerankerSystem:
+    """Rescores a first stage's candidates: rerank(queries, candidate lists) -> score arrays."""
+
+    def __init__(self, config: RerankerConfig):
+        self.config = config
+        self.device = pick_device(config.device)
+        self.model = load(config).to(self.device).eval()
+        if self.device.type == "cuda":
+            self.model.to(torch.bfloat16)
+
+    def rerank(self, queries: Sequence[Document], candidate_lists: Sequence[Sequence[Document]]) -> list[np.ndarray]:
+        features, owner = [], []
+        for qi, (q, cands) in enumerate(zip(queries, candidate_lists)):
+            features += self.model.pair_features(q.fullText, [c.fullText for c in cands])
+            owner += [qi] * len(cands)
+        scores = embed_features(self.model, features, self.device, max_tokens=self.config.score_max_tokens,
+                                progress=len(features) > 512, desc="reranking")[:, 0] if features else np.zeros(0)
+        out, start = [], 0
+        for cands in candidate_lists:
+            out.append(scores[start:start + len(cands)])
+            start += len(cands)
+        return out
+
+    def device_name(self) -> str:
+        return device_label(self.device)
+
+    def describe(self) -> dict:
+        return {"model_identity": self.model.identity(), "strategy": "+".join(parse_strategy(self.config.strategy))}
+
+
+def _examples(documents: Sequence[Document], config: RerankerConfig, log) -> tuple[list[Document], list[tuple[int, int, list[int]]]]:
+    """(query, positive, negatives) index triples for a sample of the training authors."""
+    docs = sorted(documents, key=lambda d: (d.authorIDs[0], d.documentID))
+    authors = [d.authorIDs[0] for d in docs]
+    by_author: dict[str, list[int]] = {}
+    for i, a in enumerate(authors):
+        by_author.setdefault(a, []).append(i)
+    usable = sorted(a for a, ix in by_author.items() if len(ix) >= 2)
+    if len(usable) < 2:
+        raise HarnessError("reranker training needs at least two authors with two or more documents")
+    rng = random.Random(config.seed)
+    chosen = sorted(rng.sample(usable, max(1, round(config.author_fraction * len(usable)))))
+    neighbours = np.zeros((len(docs), 0), dtype=np.int64)
+    if set(parse_strategy(config.strategy)) & {"q", "p"}:
+        from harness.curation import sbert_embedder
+        from harness.neural.embed_cache import cache_root
+
+        t = time.perf_counter()
+        neighbours = cached_neighbours([d.fullText for d in docs], authors,
+                                       sbert_embedder(config.sbert_model, config.device, 64), config.sbert_model,
+                                       k=max(64, 4 * config.negatives), cache_dir=cache_root() / "neighbours")
+        log(f"neighbours by {config.sbert_model} over {len(docs)} documents in {time.perf_counter() - t:.1f}s")
+    triples = []
+    for a in chosen:
+        q, p = rng.sample(by_author[a], 2)
+        triples.append((q, p, draw_negatives(q, p, config.strategy, config.negatives, neighbours, authors, rng)))
+    return docs, triples
+
+
+def train(config: RerankerConfig, documents: Sequence[Document], out_dir: Path, log=print) -> Path:
+    """Eq. 2 with tau = 1 over 1 + m candidates, one query per batch, gradient accumulation."""
+    from tqdm.auto import tqdm
+
+    torch.manual_seed(config.seed)
+    out_dir = Path(out_dir)
+    docs, triples = _examples(documents, config, log)
+    device = pick_device(config.device)
+    model = new_for_training(config).to(device)
+    for p in model.trainable_parameters():
+        p.data = p.data.float()
+    if config.grad_checkpointing:
+        model.enable_gradient_checkpointing()
+    model.train()
+    optimizer = torch.optim.Adam(model.trainable_parameters(), lr=config.lr)
+    progress = load_checkpoint(out_dir / "checkpoint", model, optimizer) or {"epoch": 0, "done": 0, "log": [], "steps": 0}
+    amp = config.bf16 and device.type == "cuda"
+    log(f"training PairScorer on {device_label(device)}: {len(triples)} queries x (1 + {config.negatives}) candidates, "
+        f"strategy {config.strategy}, {sum(p.numel() for p in model.trainable_parameters()):,} trainable parameters")
+    target = torch.zeros(1, dtype=torch.long, device=device)
+    for epoch in range(progress["epoch"], config.epochs):
+        order = list(range(len(triples)))
+        random.Random(config.seed * 1000 + epoch).shuffle(order)
+        t0, pending = time.perf_counter(), []
+        for n in tqdm(range(progress["done"], len(order)), desc=f"epoch {epoch}", file=sys.stderr, disable=not sys.stderr.isatty()):
+            q, p, negs = triples[order[n]]
+            feats = model.pair_features(docs[q].fullText, [docs[i].fullText for i in [p, *negs]])
+            batch = {k: v.to(device) for k, v in model.collate(feats).items()}
+            with autocast(device, amp):
+                scores = model(**batch)[:, 0].float()
+            loss = torch.nn.functional.cross_entropy(scores[None, :] / config.tau, target)
+            (loss / config.grad_accumulation).backward()
+            pending.append(float(loss.detach()))
+            last = n == len(order) - 1
+            if len(pending) == config.grad_accumulation or last:
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+                progress["steps"] += 1
+                progress["log"].append({"epoch": epoch, "step": progress["steps"], "loss": round(sum(pending) / len(pending), 6),
+                                        "queries": len(pending)})
+                if progress["steps"] % 5 == 0 or last:
+                    log(f"epoch {epoch} step {progress['steps']} loss {progress['log'][-1]['loss']:.4f}")
+                pending = []
+                progress["done"] = n + 1
+                if config.max_steps and progress["steps"] >= config.max_steps:
+                    break
+        progress["log"].append({"epoch": epoch, "epoch_seconds": round(time.perf_counter() - t0, 2)})
+        progress.update(epoch=epoch + 1, done=0)
+        save_checkpoint(out_dir / "checkpoint", model, optimizer, progress)
+        if config.max_steps and progress["steps"] >= config.max_steps:
+            break
+    save(model, out_dir / "model", config)
+    summary = {"device": device_label(device), "world_size": 1, "authors": len(triples), "steps": progress["steps"],
+               "strategy": config.strategy, "recipe": {"tau": config.tau, "lr": config.lr, "epochs": config.epochs,
+                                                       "authors_per_batch": 1, "hard_negatives": False,
+                                                       "grad_accumulation": config.grad_accumulation, "negatives": config.negatives},
+               "log": progress["log"]}
+    atomic_write_text(out_dir / "train_log.json", json.dumps(summary, indent=1) + "\n")
+    return out_dir / "model"

@@ -1,0 +1,184 @@
+"""The SADIRI-v2 reranker: negative sampling on a toy space, and a tiny decoder cross-encoder."""
+import json
+import random
+
+import numpy as np
+import pytest
+
+from plugins.sadiri_v2.config import RerankerConfig, parse_strategy, strategy_label
+from plugins.sadiri_v2.negatives import cached_neighbours, draw_negatives, nearest_other_author, split_counts
+
+
+def _toy_space():
+    """Author A: query (0), positive (1) and one more near the query (30). Docs 2-5 by other
+    authors sit near the query, 6-9 near the positive, 10-29 far from both."""
+    rng = np.random.default_rng(0)
+    q_dir, p_dir = np.array([1.0, 0, 0, 0]), np.array([0, 1.0, 0, 0])
+    vecs, authors = [q_dir, p_dir], ["A", "A"]
+    for i in range(4):
+        vecs.append(q_dir + 0.05 * (i + 1) * np.array([0, 0, 1, 0]))
+        authors.append(f"near-q-{i}")
+    for i in range(4):
+        vecs.append(p_dir + 0.05 * (i + 1) * np.array([0, 0, 1, 0]))
+        authors.append(f"near-p-{i}")
+    for i in range(20):
+        vecs.append(np.array([0, 0, 0, 1.0]) + 0.3 * rng.normal(size=4))
+        authors.append(f"far-{i % 7}")
+    vecs.append(q_dir + 0.01)
+    authors.append("A")
+    return np.array(vecs), authors
+
+
+@pytest.mark.parametrize("strategy,expect", [
+    ("q", {2, 3, 4, 5}), ("p", {6, 7, 8, 9}), ("q+p", {2, 3, 6, 7}),
+])
+def test_neighbour_strategies_draw_from_the_right_pool(strategy, expect):
+    vecs, authors = _toy_space()
+    nn = nearest_other_author(vecs, authors, k=10)
+    negs = draw_negatives(0, 1, strategy, 4, nn, authors, random.Random(0))
+    assert set(negs) == expect
+
+
+def test_random_and_mixed_strategies_never_use_the_query_author():
+    vecs, authors = _toy_space()
+    nn = nearest_other_author(vecs, authors, k=10)
+    for seed in range(20):
+        for strategy in ("r", "q+r", "p+r", "q+p+r"):
+            negs = draw_negatives(0, 1, strategy, 12, nn, authors, random.Random(seed))
+            assert len(negs) == len(set(negs)) == 12
+            assert all(authors[i] != "A" for i in negs)
+    mixed = draw_negatives(0, 1, "q+p+r", 12, nn, authors, random.Random(0))
+    assert set(mixed[:4]) == {2, 3, 4, 5} and set(mixed[4:8]) == {6, 7, 8, 9}  # 4 + 4 + 4
+
+
+def test_strategy_names_and_even_split():
+    assert parse_strategy("r+q") == ("q", "r") and strategy_label("q+p+r") == "n(d_q) + n(d_q+) + n(r)"
+    assert split_counts(12, ("q", "p", "r")) == {"q": 4, "p": 4, "r": 4}
+    assert split_counts(12, ("q", "r")) == {"q": 6, "r": 6}
+    with pytest.raises(ValueError):
+        parse_strategy("q+x")
+    with pytest.raises(ValueError):
+        RerankerConfig(strategy="")
+
+
+def test_neighbours_are_computed_once(tmp_path):
+    vecs, authors = _toy_space()
+    calls = []
+
+    def embed(texts):
+        calls.append(len(texts))
+        return vecs
+
+    texts = [f"t{i}" for i in range(len(authors))]
+    a = cached_neighbours(texts, authors, embed, "toy", 5, tmp_path)
+    b = cached_neighbours(texts, authors, embed, "toy", 5, tmp_path)
+    assert calls == [len(texts)] and np.array_equal(a, b)
+
+
+# -- the tiny decoder cross-encoder -----------------------------------------------------------
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("peft")
+
+
+def _config(backbone, **kw):
+    base = dict(backbone=str(backbone), max_query_tokens=48, max_candidate_tokens=48, negatives=4, strategy="r",
+                author_fraction=1.0, lr=1e-3, grad_accumulation=2, epochs=1, grad_checkpointing=False, device="cpu")
+    return RerankerConfig(**{**base, **kw})
+
+
+def _docs(n_authors=8):
+    from tests.test_neural_systems import _train_docs
+
+    return _train_docs(n_authors)
+
+
+@pytest.mark.slow
+def test_pair_scores_ignore_batch_mates_and_padding_side(tiny_qwen3_dir):
+    from plugins.sadiri_v2.reranker import new_for_training
+
+    model = new_for_training(_config(tiny_qwen3_dir)).eval()
+    docs = _docs()
+    feats = model.pair_features(docs[0].fullText, [docs[1].fullText, "short one", docs[5].fullText[:200]])
+    assert len({len(f) for f in feats}) == 3
+    delim = model.tokenizer("\u2980", add_special_tokens=False)["input_ids"]
+    q = model.tokenizer(docs[0].fullText, add_special_tokens=False, truncation=True, max_length=48)["input_ids"]
+    start = len(model.bos) + len(q)
+    assert len(q) == 48 and all(f[start:start + len(delim)] == delim for f in feats)  # query | U+2980 | candidate
+    assert max(len(f) for f in feats) <= len(model.bos) + 48 + len(delim) + 48 + len(model.eos)
+    with torch.no_grad():
+        alone = torch.cat([model(**model.collate([f])) for f in feats])[:, 0]
+        model.padding_side = "right"
+        right = model(**model.collate(feats))[:, 0]
+        model.padding_side = "left"
+        left = model(**model.collate(feats))[:, 0]
+    assert torch.allclose(alone, right, atol=1e-4) and torch.allclose(alone, left, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_reranker_training_lowers_loss_and_round_trips(tiny_qwen3_dir, tmp_path, isolated_cache):
+    from plugins.sadiri_v2.reranker import RerankerSystem, train
+
+    docs = _docs()
+    out = train(_config(tiny_qwen3_dir, epochs=5), docs, tmp_path / "rr", log=lambda *_: None)
+    log = json.loads((tmp_path / "rr" / "train_log.json").read_text())
+    per_epoch = {}
+    for e in log["log"]:
+        if "loss" in e:
+            per_epoch.setdefault(e["epoch"], []).append(e["loss"])
+    first, last = np.mean(per_epoch[0]), np.mean(per_epoch[max(per_epoch)])
+    assert last < first, per_epoch
+    assert json.loads((out / "aa_model.json").read_text())["strategy"] == "r"
+    a = RerankerSystem(_config(tiny_qwen3_dir, model=str(out)))
+    b = RerankerSystem(_config(tiny_qwen3_dir, model=str(out)))
+    sa = a.rerank([docs[0], docs[2]], [docs[1:6], docs[3:5]])
+    sb = b.rerank([docs[0], docs[2]], [docs[1:6], docs[3:5]])
+    assert [len(x) for x in sa] == [5, 2] and all(np.allclose(x, y, atol=1e-5) for x, y in zip(sa, sb))
+    with pytest.raises(Exception, match="trained with strategy 'r'"):
+        RerankerSystem(_config(tiny_qwen3_dir, model=str(out), strategy="q"))
+
+
+class LengthReranker:
+    """Scores a candidate by its text length: an obvious order to check the rerank plumbing."""
+
+    def __init__(self, config):
+        pass
+
+    def rerank(self, queries, candidate_lists):
+        return [np.array([float(len(c.fullText)) for c in cands]) for cands in candidate_lists]
+
+
+def test_rerank_reorders_a_first_stage_as_the_scores_say(tmp_path):
+    from harness.hookspecs import hookimpl
+    from harness.jobs import RunJob, run_job
+    from harness.plugins import load_registry, plugin_manager
+    from harness.rerank_job import RerankJob, rerank_job
+    from harness.results import read_rankings, read_result
+    from harness.specs import SystemSpec
+    from tests.conftest import ROOT
+
+    class Plugin:
+        @hookimpl
+        def register_systems(self, register):
+            register(SystemSpec("by-length", f"{__name__}:LengthReranker", "plugins.bm25.config:BM25Config",
+                                capabilities=("rerank",)))
+
+    reg = load_registry(plugin_manager(entrypoints=False, extra=(Plugin(),)))
+    common = dict(collection="demo", seeds=[0], runs_dir=tmp_path, splits_dir=ROOT / "splits")
+    run_job(reg, RunJob(systems=["bm25"], progress=False, **common), log=lambda *_: None)
+    out = rerank_job(reg, RerankJob(system="by-length", first_stage="bm25", **common), log=lambda *_: None)
+    assert out[0].path.parent.name == "bm25+by-length"
+    first, second = read_rankings(tmp_path / "demo" / "bm25" / "seed-0.json"), read_rankings(out[0].path)
+    from harness.collection import Collection  # noqa: F401
+    from harness.demo import demo_collection
+
+    docs = demo_collection().documents
+    for q, ranking in second.items():
+        assert {c for c, _ in ranking} == {c for c, _ in first[q]}  # the same 100 candidates
+        lengths = [len(docs[c].fullText) for c, _ in ranking]
+        assert lengths == sorted(lengths, reverse=True)
+    res, fs = read_result(out[0].path), read_result(tmp_path / "demo" / "bm25" / "seed-0.json")
+    assert res["metrics"]["success@100"] == fs["metrics"]["success@100"]
+    assert res["config"]["first_stage"] == "bm25"
+    again = rerank_job(reg, RerankJob(system="by-length", first_stage="bm25", **common), log=lambda *_: None)
+    assert again[0].skipped
