@@ -57,6 +57,10 @@ def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
     if job.depth < 100:
         raise HarnessError("--depth must be at least 100 (Success@100 and the reranker need the top 100)")
     specs = [registry.system(s) for s in job.systems]  # unknown names fail before any work
+    for spec in specs:
+        if not {"rank", "encode"} & set(spec.capabilities):
+            raise HarnessError(f"system {spec.name!r} cannot rank a whole pool (it can: {', '.join(spec.capabilities)}); "
+                               f"a reranker runs as `aa-harness rerank {spec.name} --first-stage RUN`")
     configs = {s.name: build_config(load_object(s.config), job.overrides) for s in specs}
     collection = open_collection(registry, job.collection, data_dir=job.data_dir, background=job.background)
     splits: list[Split] = [get_split(collection, seed, job.splits_dir, author_fraction=job.author_fraction) for seed in job.seeds]

@@ -99,3 +99,9 @@ def test_truncated_gzip(tmp_path):
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(DataError, match="cannot read"):
         load_collection("t", [path])
+
+
+def test_running_a_reranker_as_a_ranker_says_how_to_rerank(tmp_path, capsys):
+    assert _run(tmp_path, "sadiri-v2-reranker") == 2
+    assert "aa-harness rerank sadiri-v2-reranker --first-stage RUN" in capsys.readouterr().err
+    assert _nothing_written(tmp_path)
