@@ -30,13 +30,18 @@ def training_table(logs: dict[str, dict]) -> str:
         system = cfg.get("system", "not recorded")
         backbone = cfg.get("config", {}).get("backbone", "not recorded")
         r = log["recipe"]
-        recipe = f"lr {r['lr']:g}, {r['authors_per_batch']} authors/batch, {r['epochs']} ep, tau {r['tau']:g}" + \
-                 (", hard negatives" if r["hard_negatives"] else "")
+        if "strategy" in log:  # a reranker: one query (1 + m pairs) a batch
+            recipe = (f"lr {r['lr']:g}, one query/batch, grad accumulation {r['grad_accumulation']}, {r['epochs']} ep, "
+                      f"tau {r['tau']:g}, negatives {log['strategy']} (m={r['negatives']})")
+        else:
+            recipe = f"lr {r['lr']:g}, {r['authors_per_batch']} authors/batch, {r['epochs']} ep, tau {r['tau']:g}" + \
+                     (", hard negatives" if r["hard_negatives"] else "")
+        rates = [e["docs_per_second"] for e in epochs if "docs_per_second" in e]
         rows.append([name, system, backbone, recipe, log["device"], log["world_size"], log["authors"], log["steps"],
                      f"{sum(e['epoch_seconds'] for e in epochs):.1f}",
-                     f"{sum(e['docs_per_second'] for e in epochs) / max(len(epochs), 1):.0f}",
+                     f"{sum(rates) / len(rates):.0f}" if rates else "",
                      f"{losses[0]:.2f}" if losses else "", f"{losses[-1]:.2f}" if losses else ""])
-    return tabulate(rows, headers=["run", "system", "backbone", "recipe", "device", "GPUs", "authors", "steps",
+    return tabulate(rows, headers=["run", "system", "backbone", "recipe", "device", "GPUs", "authors (queries)", "steps",
                                    "train seconds", "docs/s (mean over epochs)", "first loss", "last loss"],
                     tablefmt="github", disable_numparse=True)
 

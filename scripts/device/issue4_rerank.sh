@@ -23,7 +23,7 @@ for S in "$@"; do
   python3 -m harness train sadiri-v2-reranker --train $TRAIN --out $OUTDIR --set backbone=$SMOL --set strategy=$S "${EXTRA[@]}" 2>&1 | quiet
   python3 -m harness rerank sadiri-v2-reranker --collection pan19-en --first-stage $FIRST --model $OUTDIR/model \
     --set backbone=$SMOL --set strategy=$S "${EXTRA[@]}" --name "$FIRST+reranker-$S$TAG" 2>&1 | quiet
-  cp $OUTDIR/train_log.json "$OUT/$FIRST+reranker-$S$TAG.train_log.json"
-  cp $OUTDIR/train_config.json "$OUT/$FIRST+reranker-$S$TAG.train_config.json"
+  cp $OUTDIR/train_log.json "$OUT/reranker-${S//+/_}$TAG.train_log.json"
+  cp $OUTDIR/train_config.json "$OUT/reranker-${S//+/_}$TAG.train_config.json"
 done
 tar czf "$OUT/runs.tgz" leaderboards/runs/pan19-en/*+reranker-*
