@@ -125,15 +125,18 @@ def rerank_tables(runs) -> str:
     for (c, first), names in sorted(groups.items()):
         rows = []
         if (c, first) in runs:
-            rows.append([f"{first} (first stage)"] + [_cell([r["metrics"][m] for r in runs[(c, first)]], n_seeds[c])
-                                                      for m in HEADLINE])
+            rows.append([f"{first} (first stage)", ""] + [_cell([r["metrics"][m] for r in runs[(c, first)]], n_seeds[c])
+                                                          for m in HEADLINE])
         for name in sorted(names):
             res = runs[(c, name)]
-            strategy = res[0]["config"].get("strategy")
+            cfg = res[0]["config"]
+            strategy = cfg.get("strategy")
             label = " + ".join(STRATEGY_LABELS.get(x, x) for x in strategy.split("+")) if strategy else name
-            rows.append([f"{label}  ({name})"] + [_cell([r["metrics"][m] for r in res], n_seeds[c]) for m in HEADLINE])
+            share = f"{100 * cfg['author_fraction']:.0f}%" if "author_fraction" in cfg else ""
+            rows.append([f"{label}  ({name})", share] + [_cell([r["metrics"][m] for r in res], n_seeds[c]) for m in HEADLINE])
         parts.append(f"## {c}: reranking the top 100 of {first}\n\n" + tabulate(
-            rows, headers=["negatives (run)", "S@8", "S@100", "MRR@20"], tablefmt="github", disable_numparse=True) + "\n")
+            rows, headers=["negatives (run)", "training authors used", "S@8", "S@100", "MRR@20"], tablefmt="github",
+            disable_numparse=True) + "\n")
     return "\n".join(parts) if parts else "(no reranker runs yet)\n"
 
 
