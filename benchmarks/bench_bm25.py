@@ -51,7 +51,7 @@ def main() -> None:
     print(f"generated {len(cands)} candidates and {len(queries)} queries of ~{args.words} words in {time.perf_counter() - t:.1f}s")
 
     t = time.perf_counter()
-    ours = BM25System(BM25Config()).rank(queries, cands, 100)
+    BM25System(BM25Config()).rank(queries, cands, 100)
     ours_s = time.perf_counter() - t
     print(f"harness bm25 (vectorized): tokenize + index + score + top-100 for all {len(queries)} queries: {ours_s:.1f}s")
     figures = {"device": device_name(), "candidates": len(cands), "queries": len(queries), "words": args.words,

@@ -9,7 +9,6 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
 from harness.demo import demo_documents  # noqa: E402
-from harness.documents import Document  # noqa: E402
 from harness.neural.training import losses  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -54,7 +53,6 @@ def test_sadiri_training_lowers_loss_and_round_trips(tiny_bert_dir, tmp_path, is
 def test_hard_negative_training_runs_each_epoch(tiny_bert_dir, tmp_path, isolated_cache):
     from plugins.sadiri.system import train
 
-    messages = []
     train(_sadiri_config(tiny_bert_dir, epochs=2, authors_per_batch=4, hard_negatives=True), _train_docs(),
           tmp_path / "hn")
     log = json.loads((tmp_path / "hn" / "train_log.json").read_text())

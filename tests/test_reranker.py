@@ -169,7 +169,6 @@ def test_rerank_reorders_a_first_stage_as_the_scores_say(tmp_path):
     out = rerank_job(reg, RerankJob(system="by-length", first_stage="bm25", **common), log=lambda *_: None)
     assert out[0].path.parent.name == "bm25+by-length"
     first, second = read_rankings(tmp_path / "demo" / "bm25" / "seed-0.json"), read_rankings(out[0].path)
-    from harness.collection import Collection  # noqa: F401
     from harness.demo import demo_collection
 
     docs = demo_collection().documents

@@ -1,4 +1,3 @@
-import json
 
 import pytest
 
@@ -67,7 +66,6 @@ class FlakyPlugin:
 
 
 def test_rerun_after_crash_resumes_at_the_missing_seed(tmp_path):
-    from harness.plugins import Registry
 
     reg = load_registry(plugin_manager(entrypoints=False, extra=(FlakyPlugin(),)))
     Flaky.calls = 0

@@ -16,7 +16,7 @@ import sys
 import time
 from dataclasses import fields
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping
 
 import numpy as np
 import torch
