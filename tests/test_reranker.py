@@ -99,7 +99,7 @@ def test_pair_scores_ignore_batch_mates_and_padding_side(tiny_qwen3_dir):
 
     model = new_for_training(_config(tiny_qwen3_dir)).eval()
     docs = _docs()
-    feats = model.pair_features(docs[0].fullText, [docs[1].fullText, "short one", docs[5].fullText[:200]])
+    feats = model.pair_features(docs[0].fullText, [docs[1].fullText, "short one", " ".join(docs[5].fullText.split()[:12])])
     assert len({len(f) for f in feats}) == 3
     delim = model.tokenizer("\u2980", add_special_tokens=False)["input_ids"]
     q = model.tokenizer(docs[0].fullText, add_special_tokens=False, truncation=True, max_length=48)["input_ids"]
