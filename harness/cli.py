@@ -178,6 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--device", default="auto")
     sp.set_defaults(fn=cmd_curate)
 
+    from harness.bench.cli import add_parser as add_bench_parser
+
+    add_bench_parser(sub)
+
     sp = sub.add_parser("leaderboard", help="regenerate leaderboards/*.md and plots from the run files")
     sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"))
     sp.add_argument("--out", type=Path, default=Path("leaderboards"))

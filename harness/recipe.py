@@ -25,6 +25,9 @@ class ContrastiveTraining:
     device: str = "auto"
     encode_max_tokens: int = 65536  # token budget of an encoding batch
     cache: bool = True  # the on-disk embedding cache
+    fast_attention: bool = True  # causal decoders: mask-free flash attention on right-padded batches
+    search_index: str = "exact"  # or a faiss index-factory string for huge pools, e.g. "IVF4096,PQ64"
+    search_nprobe: int = 64  # inverted lists (or HNSW efSearch) visited per query by a compressed index
 
     def __post_init__(self):
         if self.authors_per_batch < 2:

@@ -6,6 +6,7 @@ skipped (unless overwrite), so a rerun after a crash picks up at the first missi
 from __future__ import annotations
 
 import math
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,8 +82,16 @@ def record_run(*, system_name: str, system: Any, config: Mapping[str, Any], coll
         "provenance": provenance(system, wall),
         "extra": dict(extra or {}),
     }
-    write_result(path, result, checked)
+    if _is_writer():
+        write_result(path, result, checked)
     return RunOutcome(path, False, result["metrics"])
+
+
+def _is_writer() -> bool:
+    """False on the ranks other than 0 of a torchrun job (all ranks compute; one writes).
+    Looks torch up without importing it: the core stays torch-free."""
+    dist = sys.modules.get("torch.distributed")
+    return dist is None or not dist.is_available() or not dist.is_initialized() or dist.get_rank() == 0
 
 
 def run_split(

@@ -35,8 +35,10 @@ def model_key(*parts: str) -> str:
 
 
 class EmbeddingCache:
-    def __init__(self, root: Path, key: str, max_length: int):
+    def __init__(self, root: Path, key: str, max_length: int, *, writer: bool = True):
+        """writer False: new vectors stay in memory (the other ranks of a torchrun job)."""
         self.folder = Path(root) / key / f"len-{max_length}"
+        self.writer = writer
         self._mem: dict[str, np.ndarray] | None = None
 
     def _load(self) -> dict[str, np.ndarray]:
@@ -55,6 +57,9 @@ class EmbeddingCache:
         if not len(shas):
             return
         mem = self._load()
+        if not self.writer:
+            mem.update(zip(shas, np.asarray(vecs, dtype=np.float32)))
+            return
         self.folder.mkdir(parents=True, exist_ok=True)
         n = len(list(self.folder.glob("shard-*.npz")))
         with atomic_open(self.folder / f"shard-{n:06d}.npz", "wb") as f:

@@ -63,13 +63,18 @@ class BiEncoder(torch.nn.Module):
 class TokenBiEncoder(BiEncoder):
     """A Hugging Face encoder or decoder read as token ids, padded on the right, mean-pooled."""
 
-    def __init__(self, backbone: torch.nn.Module, tokenizer, max_length: int = 512):
+    def __init__(self, backbone: torch.nn.Module, tokenizer, max_length: int = 512, pad_id: int | None = None):
+        """tokenizer may be None for callers that bring token ids (benchmarks); then pad_id is needed."""
         super().__init__()
         self.backbone = backbone
         self.freeze_unused_pooler(backbone)
         self.tokenizer = tokenizer
         self.max_length = max_length
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
+        if pad_id is None:
+            if tokenizer is None:
+                raise ValueError("TokenBiEncoder without a tokenizer needs pad_id")
+            pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
+        self.pad_id = pad_id
 
     def featurize(self, texts: Sequence[str]) -> list[list[int]]:
         return self.tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]
@@ -97,36 +102,59 @@ class TokenBiEncoder(BiEncoder):
     def enable_gradient_checkpointing(self) -> None:
         self.backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
+    def use_fast_attention(self) -> bool:
+        """Mask-free causal attention (flash kernel) for causal decoders read with right padding:
+        exact there, since no real token can see the padding after it. False when not applicable."""
+        from harness.neural import causal_attention
+
+        return self.padding_side == "right" and causal_attention.enable(self.backbone)
+
 
 @torch.inference_mode()
 def embed_features(model: BiEncoder, features: Sequence[Any], device: torch.device, *, max_tokens: int = 65536,
-                   max_batch: int = 512, progress: bool = False, desc: str = "encoding",
-                   on_batch=None) -> np.ndarray:
-    """Embed features in token-budget batches; returns float32 rows in input order."""
+                   max_batch: int = 512, progress: bool = False, desc: str = "encoding") -> np.ndarray:
+    """Embed features in token-budget batches; returns float32 rows in input order.
+
+    Vectors stay on the device until the end, so the host collates the next batch while the
+    device computes this one (no synchronisation per batch).
+    """
     from tqdm.auto import tqdm
 
-    out: list[np.ndarray | None] = [None] * len(features)
     batches = token_budget_batches([model.feature_length(f) for f in features], max_tokens, max_batch)
+    pin = device.type == "cuda"
+    parts: list[torch.Tensor] = []
     was_training = model.training
     model.eval()
     try:
         for batch in tqdm(batches, desc=desc, unit="batch", disable=not progress, file=sys.stderr):
-            tensors = {k: v.to(device) for k, v in model.collate([features[i] for i in batch]).items()}
+            host = model.collate([features[i] for i in batch])
+            tensors = {k: (v.pin_memory() if pin else v).to(device, non_blocking=True) for k, v in host.items()}
             with autocast(device):
-                vecs = model.embed(**tensors).float().cpu().numpy()
-            for i, v in zip(batch, vecs):
-                out[i] = v
+                parts.append(model.embed(**tensors).float())
     finally:
         model.train(was_training)
-    return np.stack(out) if out else np.zeros((0, 0), dtype=np.float32)
+    if not parts:
+        return np.zeros((0, 0), dtype=np.float32)
+    order = torch.as_tensor([i for b in batches for i in b], device=parts[0].device)
+    vecs = torch.empty((len(features), parts[0].shape[1]), dtype=torch.float32, device=parts[0].device)
+    vecs[order] = torch.cat(parts)
+    return vecs.cpu().numpy()
 
 
 def encode_texts(model: BiEncoder, texts: Sequence[str], device: torch.device, *, cache: EmbeddingCache | None = None,
                  max_tokens: int = 65536, max_batch: int = 512, progress: bool = True, flush_every: int = 4096,
                  desc: str = "encoding") -> np.ndarray:
-    """Vectors for `texts` (float32, not normalised), using and filling the cache."""
+    """Vectors for `texts` (float32, not normalised), using and filling the cache.
+
+    Under torchrun (several processes) the texts are sharded over the ranks' devices.
+    """
+    from harness.neural.sharded import embed_sharded, world_size
+
     def encode(chunk: list[str]) -> np.ndarray:
-        return embed_features(model, model.featurize(chunk), device, max_tokens=max_tokens, max_batch=max_batch,
+        features = model.featurize(chunk)
+        if world_size() > 1:
+            return embed_sharded(model, features, device, max_tokens=max_tokens, max_batch=max_batch)
+        return embed_features(model, features, device, max_tokens=max_tokens, max_batch=max_batch,
                               progress=progress, desc=desc)
 
     return cached_encode(texts, cache, encode, flush_every=flush_every)

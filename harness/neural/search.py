@@ -18,22 +18,33 @@ def _finish(scores: np.ndarray, idx: np.ndarray, ids: np.ndarray, k: int) -> lis
     return top_k(scores[None, :], list(ids[idx]), k)[0]
 
 
-def search_torch(queries: np.ndarray, candidates: np.ndarray, candidate_ids: Sequence[str], k: int, *,
-                 device: torch.device | None = None, block: int = 1024) -> list[list[tuple[str, float]]]:
+def search_torch(queries: np.ndarray, candidates: np.ndarray | torch.Tensor, candidate_ids: Sequence[str], k: int, *,
+                 device: torch.device | None = None, block: int = 1024,
+                 margin: int = 16) -> list[list[tuple[str, float]]]:
+    """Top-k on the device; only k + margin scores per query come back to the host, unless ties
+    reach past them (then that query's full row does)."""
     device = device or torch.device("cpu")
     ids = np.asarray(candidate_ids, dtype=object)
     cand = torch.as_tensor(candidates, dtype=torch.float32, device=device)
-    k_eff = min(k, cand.shape[0])
+    n = cand.shape[0]
+    k_eff = min(k, n)
+    fetch = min(n, k_eff + margin)
+    block = max(1, min(block, (1 << 28) // max(n, 1)))  # at most ~1 GiB of fp32 scores at a time
     out = []
     for start in range(0, len(queries), block):
         q = torch.as_tensor(queries[start:start + block], dtype=torch.float32, device=device)
         scores = q @ cand.T
-        kth = torch.topk(scores, k_eff, dim=1).values[:, -1:]
-        keep = scores >= kth
-        scores_np, keep_np = scores.cpu().numpy(), keep.cpu().numpy()
-        for row, mask in zip(scores_np, keep_np):
-            idx = np.flatnonzero(mask)
-            out.append(_finish(row[idx], idx, ids, k_eff))
+        vals, idx = torch.topk(scores, fetch, dim=1)
+        spill = (vals[:, -1] >= vals[:, k_eff - 1]) if fetch < n else torch.zeros(len(q), dtype=torch.bool, device=device)
+        vals_np, idx_np, spill_np = vals.cpu().numpy(), idx.cpu().numpy(), spill.cpu().numpy()
+        for r in range(len(q)):
+            if spill_np[r]:  # ties at the k-th score reach past what was fetched: read the whole row
+                row = scores[r]
+                keep = torch.nonzero(row >= vals[r, k_eff - 1]).flatten()
+                row_i, row_s = keep.cpu().numpy(), row[keep].cpu().numpy()
+            else:
+                row_i, row_s = idx_np[r], vals_np[r]
+            out.append(_finish(row_s, row_i, ids, k_eff))
     return out
 
 

@@ -8,7 +8,9 @@ import numpy as np
 import torch
 
 from harness.documents import Document
+from harness.recipe import ContrastiveTraining
 from harness.neural.device import device_label, pick_device
+from harness.neural.distributed import is_main
 from harness.neural.embed_cache import EmbeddingCache, default_cache_root, model_key
 from harness.neural.encoder import BiEncoder, encode_texts
 from harness.neural.training import authors_from_documents, train_contrastive
@@ -17,15 +19,19 @@ from harness.neural.training import authors_from_documents, train_contrastive
 class EncoderSystem:
     """A harness Encoder over any BiEncoder: cached, batched, normalised when cosine."""
 
-    def __init__(self, model: BiEncoder, *, device: str = "auto", cache: bool = True, max_tokens: int = 65536,
-                 describe: dict | None = None):
-        self.device = pick_device(device)
+    def __init__(self, model: BiEncoder, recipe: ContrastiveTraining, describe: dict | None = None):
+        """recipe: the plugin's config (device, cache, encode_max_tokens, fast_attention, search_*)."""
+        self.device = pick_device(recipe.device)
         self.model = model.to(self.device).eval()
         if self.device.type == "cuda":
             self.model.to(torch.bfloat16)
-        self.max_tokens = max_tokens
+        use_fast = getattr(self.model, "use_fast_attention", None)
+        self.fast_attention = bool(recipe.fast_attention and use_fast is not None and use_fast())
+        self.max_tokens = recipe.encode_max_tokens
+        self.search_index, self.search_nprobe = recipe.search_index, recipe.search_nprobe
         self.identity = model.identity()
-        self.cache = EmbeddingCache(default_cache_root(), model_key(self.identity), model.max_length) if cache else None
+        self.cache = (EmbeddingCache(default_cache_root(), model_key(self.identity), model.max_length,
+                                     writer=is_main()) if recipe.cache else None)
         self._describe = dict(describe or {})
 
     def encode(self, documents: Sequence[Document]) -> np.ndarray:
@@ -40,7 +46,13 @@ class EncoderSystem:
 
         cand = self.encode(candidates)
         qv = self.encode(queries)
-        ranked = exact_search(qv, cand, [d.documentID for d in candidates], k, device=self.device)
+        ids = [d.documentID for d in candidates]
+        if self.search_index == "exact":
+            ranked = exact_search(qv, cand, ids, k, device=self.device)
+        else:
+            from harness.neural.ann import build_index, index_search
+
+            ranked = index_search(build_index(cand, self.search_index), qv, ids, k, nprobe=self.search_nprobe)
         return {q.documentID: r for q, r in zip(queries, ranked)}
 
     def device_name(self) -> str:
@@ -48,7 +60,8 @@ class EncoderSystem:
 
     def describe(self) -> dict:
         return {**self._describe, "model_identity": self.identity, "similarity": self.model.similarity,
-                "max_length": self.model.max_length}
+                "max_length": self.model.max_length, "fast_attention": self.fast_attention,
+                "search": self.search_index}
 
 
 def train_system(model: BiEncoder, config, documents: Sequence[Document], out_dir: Path,

@@ -73,8 +73,7 @@ def save(model: LUAR, folder: Path) -> None:
 class LUARSystem(EncoderSystem):
     def __init__(self, config: LUARConfig):
         model = build(config)
-        super().__init__(model, device=config.device, cache=config.cache, max_tokens=config.encode_max_tokens,
-                         describe={"backbone": config.backbone, "checkpoint": config.model or config.checkpoint})
+        super().__init__(model, config, describe={"backbone": config.backbone, "checkpoint": config.model or config.checkpoint})
 
 
 def train(config: LUARConfig, documents, out_dir: Path) -> Path:

@@ -39,8 +39,7 @@ def save(model: SADIRIEncoder, folder: Path) -> None:
 class SADIRISystem(EncoderSystem):
     def __init__(self, config: SADIRIConfig):
         model = build(config)
-        super().__init__(model, device=config.device, cache=config.cache, max_tokens=config.encode_max_tokens,
-                         describe={"model_path": model.source, "trained": config.model is not None})
+        super().__init__(model, config, describe={"model_path": model.source, "trained": config.model is not None})
 
 
 def train(config: SADIRIConfig, documents, out_dir: Path) -> Path:

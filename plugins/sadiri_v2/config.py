@@ -94,6 +94,7 @@ class RerankerConfig:
     max_steps: int = 0  # optimizer steps in all (0: no limit); for smoke runs
     device: str = "auto"
     score_max_tokens: int = 65536  # token budget of a scoring batch
+    prefix_reuse: bool = True  # encode each query once and reuse its keys/values for its candidates
 
     def __post_init__(self):
         parse_strategy(self.strategy)

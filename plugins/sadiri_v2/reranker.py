@@ -41,20 +41,27 @@ class PairScorer(TokenBiEncoder):
         self.bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
         self.eos = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
 
-    def pair_features(self, query: str, candidates: Sequence[str]) -> list[list[int]]:
-        """Each side truncated on its own; special tokens (BOS, EOS) come outside that budget."""
+    def pair_parts(self, query: str, candidates: Sequence[str]) -> tuple[list[int], list[list[int]]]:
+        """(shared prefix BOS q U+2980, one continuation c EOS per candidate). Each side is truncated
+        on its own; special tokens (BOS, EOS) come outside that budget."""
         tok, c = self.tokenizer, self.config
         q = tok(query, add_special_tokens=False, truncation=True, max_length=c.max_query_tokens)["input_ids"]
         cs = tok(list(candidates), add_special_tokens=False, truncation=True, max_length=c.max_candidate_tokens)["input_ids"]
-        return [self.bos + q + self.delimiter_ids + d + self.eos for d in cs]
+        return self.bos + q + self.delimiter_ids, [d + self.eos for d in cs]
+
+    def pair_features(self, query: str, candidates: Sequence[str]) -> list[list[int]]:
+        prefix, continuations = self.pair_parts(query, candidates)
+        return [prefix + d for d in continuations]
+
+    def score_head(self, last: torch.Tensor) -> torch.Tensor:
+        return self.head(last.to(self.head.weight.dtype))
 
     def hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # left padding must not shift positions
         return self.backbone(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions).last_hidden_state
 
     def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        last = last_token_pool(self.hidden_states(input_ids, attention_mask), attention_mask)
-        return self.head(last.to(self.head.weight.dtype))
+        return self.score_head(last_token_pool(self.hidden_states(input_ids, attention_mask), attention_mask))
 
     def identity(self) -> str:
         return self._identity
@@ -108,16 +115,52 @@ def save(model: PairScorer, folder: Path, config: RerankerConfig) -> None:
 
 
 class RerankerSystem:
-    """Rescores a first stage's candidates: rerank(queries, candidate lists) -> score arrays."""
+    """Rescores a first stage's candidates: rerank(queries, candidate lists) -> score arrays.
+
+    By default each query is encoded once and its keys and values serve all its candidates
+    (prefix reuse, `--set prefix_reuse=false` for concatenated pairs); the LoRA adapter is
+    merged into the weights, since nothing trains here.
+    """
 
     def __init__(self, config: RerankerConfig):
+        from harness.neural import causal_attention
+
         self.config = config
         self.device = pick_device(config.device)
-        self.model = load(config).to(self.device).eval()
+        self.model = load(config)
+        if hasattr(self.model.backbone, "merge_and_unload"):
+            self.model.backbone = self.model.backbone.merge_and_unload()
+        self.model.to(self.device).eval()
         if self.device.type == "cuda":
             self.model.to(torch.bfloat16)
+        self.prefix_reuse = bool(config.prefix_reuse and causal_attention.enable(self.model.backbone))
 
     def rerank(self, queries: Sequence[Document], candidate_lists: Sequence[Sequence[Document]]) -> list[np.ndarray]:
+        if self.prefix_reuse:
+            return self._rerank_prefix_reuse(queries, candidate_lists)
+        return self._rerank_pairs(queries, candidate_lists)
+
+    def _rerank_prefix_reuse(self, queries, candidate_lists) -> list[np.ndarray]:
+        from tqdm.auto import tqdm
+
+        from harness.neural.prefix_scoring import score_continuations
+
+        out = []
+        pairs = sum(len(c) for c in candidate_lists)
+        for q, cands in tqdm(list(zip(queries, candidate_lists)), desc="reranking", unit="query", file=sys.stderr,
+                             disable=pairs <= 512):
+            if not cands:
+                out.append(np.zeros(0, dtype=np.float32))
+                continue
+            prefix, continuations = self.model.pair_parts(q.fullText, [c.fullText for c in cands])
+            with autocast(self.device):
+                scores = score_continuations(self.model.backbone, self.model.score_head, prefix, continuations,
+                                             self.device, pad_id=self.model.pad_id,
+                                             max_tokens=self.config.score_max_tokens)
+            out.append(scores[:, 0])
+        return out
+
+    def _rerank_pairs(self, queries, candidate_lists) -> list[np.ndarray]:
         features, owner = [], []
         for qi, (q, cands) in enumerate(zip(queries, candidate_lists)):
             features += self.model.pair_features(q.fullText, [c.fullText for c in cands])
@@ -134,7 +177,8 @@ class RerankerSystem:
         return device_label(self.device)
 
     def describe(self) -> dict:
-        return {"model_identity": self.model.identity(), "strategy": "+".join(parse_strategy(self.config.strategy))}
+        return {"model_identity": self.model.identity(), "strategy": "+".join(parse_strategy(self.config.strategy)),
+                "prefix_reuse": self.prefix_reuse}
 
 
 def _examples(documents: Sequence[Document], config: RerankerConfig, log) -> tuple[list[Document], list[tuple[int, int, list[int]]]]:

@@ -108,8 +108,7 @@ def save(model: LLMRetriever, folder: Path) -> None:
 class RetrieverSystem(EncoderSystem):
     def __init__(self, config: RetrieverConfig):
         model = load(config)
-        super().__init__(model, device=config.device, cache=config.cache, max_tokens=config.encode_max_tokens,
-                         describe={"backbone": config.backbone, "trained": config.model is not None})
+        super().__init__(model, config, describe={"backbone": config.backbone, "trained": config.model is not None})
 
 
 def train(config: RetrieverConfig, documents, out_dir: Path) -> Path:

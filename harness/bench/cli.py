@@ -1,0 +1,188 @@
+"""`aa-harness bench encode|rerank|search`: build, check and time in one process; write JSON."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.errors import HarnessError
+
+
+def add_parser(sub) -> None:
+    from harness.bench.archs import arch_names
+
+    sp = sub.add_parser("bench", help="throughput of the harness's paths against naive baselines (GPU)")
+    kinds = sp.add_subparsers(dest="bench", required=True, metavar="KIND")
+
+    def model_args(p, default_arch):
+        p.add_argument("--arch", default=default_arch, choices=arch_names(), help=f"architecture (default {default_arch})")
+        p.add_argument("--random-weights", action="store_true",
+                       help="build the architecture from its config with random weights (nothing downloaded)")
+        p.add_argument("--device", default="auto")
+        p.add_argument("--max-tokens", type=int, default=65536, help="token budget of a harness batch")
+        p.add_argument("--naive-batch", type=int, default=32)
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--out", type=Path, help="result JSON (default: benchmarks/results/<kind>-<arch>-<device>.json)")
+        p.add_argument("--no-save", action="store_true", help="print only")
+
+    p = kinds.add_parser("encode", help="bi-encoder encoding: tokens/s, documents/s, TFLOP/s, ratio to naive")
+    model_args(p, "qwen3-0.6b")
+    p.add_argument("--docs", type=int, default=4096)
+    p.add_argument("--lengths", type=int, nargs=2, default=[150, 512], metavar=("MIN", "MAX"))
+    p.add_argument("--variant", action="append", default=[], metavar="MAX_TOKENS[:compile]",
+                   help="also time the harness path with this budget (and torch.compile); repeatable")
+    p.add_argument("--shard", action="store_true",
+                   help="under torchrun: rank 0 alone, then all ranks sharded (the multi-GPU scaling figure)")
+    p.set_defaults(fn=cmd_encode)
+
+    p = kinds.add_parser("rerank", help="cross-encoder reranking: pairs/s with query prefix reuse vs concatenated pairs")
+    model_args(p, "mistral-nemo-12b")
+    p.add_argument("--queries", type=int, default=3)
+    p.add_argument("--candidates", type=int, default=100)
+    p.add_argument("--query-lengths", type=int, nargs=2, default=[300, 512], metavar=("MIN", "MAX"))
+    p.add_argument("--lengths", type=int, nargs=2, default=[150, 512], metavar=("MIN", "MAX"))
+    p.set_defaults(fn=cmd_rerank)
+
+    p = kinds.add_parser("search", help="exact (torch) and compressed (faiss) search over synthetic vectors")
+    p.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    p.add_argument("--dim", type=int, default=512)
+    p.add_argument("--queries", type=int, default=1000)
+    p.add_argument("--k", type=int, default=100)
+    p.add_argument("--index", help="faiss index-factory string (default: IVF ~4 sqrt(n) lists, PQ dim/8)")
+    p.add_argument("--nprobe", type=int, default=64)
+    p.add_argument("--exact-only", action="store_true", help="skip the faiss index (faiss not installed)")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path)
+    p.add_argument("--no-save", action="store_true")
+    p.set_defaults(fn=cmd_search)
+
+
+def _log(*a):
+    print(*a, flush=True)
+
+
+def _model(args, device):
+    import torch
+
+    from harness.bench.archs import build_model
+
+    if not args.random_weights:
+        raise HarnessError("bench builds architectures with random weights only: pass --random-weights")
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    model = build_model(args.arch, device, dtype, seed=args.seed)
+    return model
+
+
+def _save(args, kind, name, device, figures) -> None:
+    from harness.bench.results import write_result
+    from harness.bench.timing import device_facts
+
+    if args.no_save:
+        return
+    keep = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("fn", "command", "bench")}
+    path = write_result(kind, name, device_facts(device), keep, figures, args.out)
+    _log(f"wrote {path}")
+
+
+def cmd_encode(args) -> int:
+    from harness.bench.workload import random_rows
+    from harness.neural.device import pick_device
+
+    if args.shard:
+        return _encode_sharded(args)
+    device = pick_device(args.device)
+    model = _model(args, device)
+    rows = random_rows(args.docs, *args.lengths, model.config.vocab_size, args.seed)
+    _log(f"encode {args.arch} on {device}: {args.docs} documents, {sum(map(len, rows)):,} tokens, lengths {args.lengths}")
+    from harness.bench.encode import bench_encode
+
+    variants = [(int(v.split(":")[0]), v.endswith(":compile")) for v in args.variant]
+    figures = bench_encode(model, rows, device, max_tokens=args.max_tokens, naive_batch=args.naive_batch,
+                           variants=variants, log=_log)
+    _log(f"agreement: {figures['agreement']}")
+    _save(args, "encode", args.arch, device, figures)
+    return 0
+
+
+def _encode_sharded(args) -> int:
+    import torch.distributed as dist
+
+    from harness.bench.encode import _figures, harness_encoder
+    from harness.bench.timing import timed
+    from harness.bench.workload import Shape, random_rows
+    from harness.neural.distributed import world
+    from harness.neural.encoder import embed_features
+    from harness.neural.sharded import embed_sharded
+    from harness.neural.device import pick_device
+
+    rank, size, _ = world()
+    if size < 2:
+        raise HarnessError("--shard needs several processes: torchrun --nproc_per_node N -m harness bench encode --shard")
+    device = pick_device("auto")
+    model = _model(args, device)
+    enc = harness_encoder(model)
+    rows = random_rows(args.docs, *args.lengths, model.config.vocab_size, args.seed)
+    shape = Shape.of(model)
+    embed_features(enc, rows[:64], device, max_tokens=args.max_tokens)
+    single = None
+    if rank == 0:
+        single, t_one = timed(lambda: embed_features(enc, rows, device, max_tokens=args.max_tokens), device)
+    dist.barrier()
+    embed_sharded(enc, rows[:64 * size], device, max_tokens=args.max_tokens)
+    dist.barrier()
+    sharded, t_all = timed(lambda: embed_sharded(enc, rows, device, max_tokens=args.max_tokens), device)
+    dist.barrier()
+    if rank == 0:
+        import numpy as np
+
+        one, many = _figures(rows, t_one, shape), _figures(rows, t_all, shape)
+        rel = np.linalg.norm(sharded - single, axis=1) / np.linalg.norm(single, axis=1)
+        figures = {"gpus": size, "one_gpu": one, "sharded": many, "scaling": round(t_one / t_all, 3),
+                   "sharded_vs_one_rel_error_max": float(rel.max())}
+        _log(f"1 GPU: {one['tokens_per_s']:,.0f} tokens/s; {size} GPUs: {many['tokens_per_s']:,.0f} tokens/s "
+             f"({t_one / t_all:.2f}x); max rel diff {rel.max():.2e}")
+        _save(args, "encode-sharded", f"{args.arch}-x{size}", device, figures)
+    dist.barrier()
+    dist.destroy_process_group()
+    return 0
+
+
+def cmd_rerank(args) -> int:
+    from harness.bench.rerank import bench_rerank
+    from harness.bench.workload import random_rows
+    from harness.neural.device import pick_device
+
+    device = pick_device(args.device)
+    model = _model(args, device)
+    vocab = model.config.vocab_size
+    queries = random_rows(args.queries, *args.query_lengths, vocab, args.seed)
+    cands = [random_rows(args.candidates, *args.lengths, vocab, args.seed + 1 + i) for i in range(args.queries)]
+    _log(f"rerank {args.arch} on {device}: {args.queries} queries x {args.candidates} candidates")
+    figures = bench_rerank(model, queries, cands, device, max_tokens=args.max_tokens, naive_batch=args.naive_batch,
+                           seed=args.seed, log=_log)
+    _log(f"agreement: {figures['agreement']}")
+    _save(args, "rerank", args.arch, device, figures)
+    return 0
+
+
+def cmd_search(args) -> int:
+    from harness.bench.search import bench_search
+    from harness.neural.device import pick_device
+
+    device = pick_device(args.device)
+    rows = bench_search(args.sizes, args.dim, args.queries, args.k, device, spec=args.index, nprobe=args.nprobe,
+                        compressed=not args.exact_only, seed=args.seed, log=_log)
+    _save(args, "search", f"d{args.dim}" + ("-exact" if args.exact_only else ""), device, rows)
+    return 0
+
+
+def main(argv=None) -> int:  # for `python -m harness.bench.cli`
+    p = argparse.ArgumentParser(prog="aa-harness")
+    add_parser(p.add_subparsers(dest="command", required=True))
+    args = p.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
