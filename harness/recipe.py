@@ -25,7 +25,7 @@ class ContrastiveTraining:
     device: str = "auto"
     encode_max_tokens: int = 65536  # token budget of an encoding batch
     cache: bool = True  # the on-disk embedding cache
-    fast_attention: bool = True  # causal decoders: mask-free flash attention on right-padded batches
+    fast_path: bool = True  # LLM decoders: packed sequences / mask-free flash attention (exact; see encoder.py)
     search_index: str = "exact"  # or a faiss index-factory string for huge pools, e.g. "IVF4096,PQ64"
     search_nprobe: int = 64  # inverted lists (or HNSW efSearch) visited per query by a compressed index
 

@@ -43,9 +43,10 @@ def test_harness_encoding_equals_naive_hf_encoding():
 
     model = _model("tiny-qwen3")
     figures = bench_encode(model, _rows(48, 5, 120, seed=2), torch.device("cpu"), max_tokens=1024, naive_batch=8,
-                           warmup_rows=4, log=lambda *_: None)
-    assert figures["harness"]["attention"].startswith("aa_causal")
-    assert figures["agreement"]["rel_error_max"] < 1e-5 and figures["agreement"]["top1_agreement"] == 1.0
+                           warmup_rows=4, variants=[(700, "aa_causal")], log=lambda *_: None)
+    assert figures["harness"]["path"] == "packed" and figures["variants"][0]["path"] == "aa_causal"
+    for agreement in (figures["agreement"], figures["variants"][0]["agreement"]):
+        assert agreement["rel_error_max"] < 1e-5 and agreement["top1_agreement"] == 1.0
 
 
 @pytest.mark.parametrize("arch", ["tiny-qwen3", "tiny-mistral"])
@@ -56,10 +57,11 @@ def test_prefix_reuse_scores_equal_concatenated_pairs(arch):
     queries = _rows(2, 10, 40, seed=3)
     cands = [_rows(9, 1, 30, seed=4 + i) for i in range(2)]  # a one-token candidate too
     cands[0][0] = cands[0][0][:1]
-    figures = bench_rerank(model, queries, cands, torch.device("cpu"), max_tokens=256, naive_batch=4,
+    figures = bench_rerank(model, queries, cands, torch.device("cpu"), max_tokens=64, naive_batch=4,
                            log=lambda *_: None)
-    assert figures["agreement"]["max_abs_diff_over_score_sd"] < 1e-5
-    assert figures["agreement"]["spearman_min"] > 0.9999
+    assert figures["harness"]["path"] == "packed" and figures["variants"][0]["path"] == "aa_causal"
+    for agreement in (figures["agreement"], figures["variants"][0]["agreement"]):
+        assert agreement["max_abs_diff_over_score_sd"] < 1e-5 and agreement["spearman_min"] > 0.9999
 
 
 def test_bidirectional_encoders_keep_their_attention(tiny_bert_dir):
@@ -93,9 +95,9 @@ def test_retriever_system_fast_and_plain_encodings_agree(tiny_qwen3_dir, isolate
     docs = demo_documents()[:12]
     fast = RetrieverSystem(RetrieverConfig(backbone=str(tiny_qwen3_dir), max_length=64, device="cpu", cache=False))
     plain = RetrieverSystem(RetrieverConfig(backbone=str(tiny_qwen3_dir), max_length=64, device="cpu", cache=False,
-                                            fast_attention=False))
-    assert fast.fast_attention and not plain.fast_attention
-    assert fast.describe()["fast_attention"] is True
+                                            fast_path=False))
+    assert fast.fast_path == "packed" and plain.fast_path is None
+    assert fast.describe()["fast_path"] == "packed"
     a, b = fast.encode(docs), plain.encode(docs)
     assert np.allclose(a, b, atol=1e-5), np.abs(a - b).max()
 

@@ -25,10 +25,13 @@ def test_encoding_matches_hf_forward_at_qwen3_06b_shape(dtype, tolerance):
     from harness.bench.encode import bench_encode
 
     model, rows = _setup("qwen3-0.6b", dtype, 256, 150, 512)
-    figures = bench_encode(model, rows, torch.device("cuda"), warmup_rows=8, log=lambda *_: None)
-    print(dtype, figures["agreement"])
-    assert figures["agreement"]["rel_error_median"] < tolerance
-    assert figures["agreement"]["top10_overlap"] >= (0.999 if dtype == torch.float32 else 0.9)
+    figures = bench_encode(model, rows, torch.device("cuda"), warmup_rows=8, variants=[(65536, "aa_causal")],
+                           log=lambda *_: None)
+    assert figures["harness"]["path"] == "packed"
+    for agreement in (figures["agreement"], figures["variants"][0]["agreement"]):
+        print(dtype, agreement)
+        assert agreement["rel_error_median"] < tolerance
+        assert agreement["top10_overlap"] >= (0.999 if dtype == torch.float32 else 0.9)
 
 
 @pytest.mark.parametrize("dtype,tolerance", [(torch.float32, 1e-4), (torch.bfloat16, 5e-2)])
@@ -39,6 +42,8 @@ def test_prefix_reuse_matches_concatenation_at_qwen3_06b_shape(dtype, tolerance)
     model, queries = _setup("qwen3-0.6b", dtype, 2, 300, 512)
     cands = [random_rows(40, 150, 512, model.config.vocab_size, 10 + i) for i in range(2)]
     figures = bench_rerank(model, queries, cands, torch.device("cuda"), log=lambda *_: None)
-    print(dtype, figures["agreement"])
-    assert figures["agreement"]["max_abs_diff_over_score_sd"] < tolerance * 10
-    assert figures["agreement"]["spearman_min"] > (0.9999 if dtype == torch.float32 else 0.9)
+    assert figures["harness"]["path"] == "packed"
+    for agreement in (figures["agreement"], figures["variants"][0]["agreement"]):
+        print(dtype, agreement)
+        assert agreement["max_abs_diff_over_score_sd"] < tolerance * 10
+        assert agreement["spearman_min"] > (0.9999 if dtype == torch.float32 else 0.9)

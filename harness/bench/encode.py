@@ -1,9 +1,10 @@
 """Encoding throughput: the harness's bi-encoder path against the naive Hugging Face one.
 
 naive: the model as is (SDPA), batches of 32 in arrival order padded to the longest,
-attention mask, mean pooling. harness: `embed_features` over a `TokenBiEncoder` (length-sorted
-batches under a token budget, right padding, mask-free causal attention), the path the
-retrievers run. Both over the same bf16 (GPU) or fp32 (CPU) weights and the same rows.
+attention mask, mean pooling. harness: `embed_features` over a `TokenBiEncoder` with its
+fast path ("packed": packed sequences, varlen flash attention, fused and compiled layers;
+or "aa_causal": length-sorted right-padded batches, mask-free causal attention), the path
+the retrievers run. Both over the same weights (bf16 on GPU, fp32 on CPU) and rows.
 """
 from __future__ import annotations
 
@@ -34,11 +35,12 @@ def naive_encode(model, rows: Sequence[Sequence[int]], device: torch.device, *, 
     return torch.cat(out).cpu().numpy()
 
 
-def harness_encoder(model, max_length: int = 1 << 20, pad_id: int = 0):
+def harness_encoder(model, path: str = "packed", pad_id: int = 0):
+    """The retrievers' encoder over `model` (ids in, mean-pooled vectors out) on its fast path."""
     from harness.neural.encoder import TokenBiEncoder
 
-    enc = TokenBiEncoder(model, None, max_length=max_length, pad_id=pad_id).eval()
-    enc.fast = enc.use_fast_attention()
+    enc = TokenBiEncoder(model, None, max_length=1 << 20, pad_id=pad_id).eval()
+    enc.path = enc.enable_fast_path(prefer=path)
     return enc
 
 
@@ -67,39 +69,42 @@ def _figures(rows, seconds: float, shape: Shape, flops: float | None = None) -> 
             "tflops": round(flops / seconds / 1e12, 2)}
 
 
-def bench_encode(model, rows: Sequence[Sequence[int]], device: torch.device, *, max_tokens: int = 65536,
-                 naive_batch: int = 32, warmup_rows: int = 64, variants: Sequence[tuple[int, bool]] = (),
-                 log=print) -> dict:
-    """variants: extra (max_tokens, torch.compile) settings of the harness path, timed after it."""
+def time_harness(model, rows, device, *, path: str, max_tokens: int, warmup_rows: int):
+    """(vectors, seconds, path taken) of the harness path, after a warm-up over the length range."""
     from harness.neural.encoder import embed_features
 
+    enc = harness_encoder(model, path)
+    by_length = sorted(rows, key=len)
+    warm = [by_length[int(i)] for i in np.linspace(0, len(rows) - 1, min(warmup_rows, len(rows)))]
+    embed_features(enc, warm, device, max_tokens=max_tokens, amp=False)
+    vecs, seconds = timed(lambda: embed_features(enc, rows, device, max_tokens=max_tokens, amp=False), device)
+    return vecs, seconds, enc.path
+
+
+def bench_encode(model, rows: Sequence[Sequence[int]], device: torch.device, *, max_tokens: int = 65536,
+                 naive_batch: int = 32, warmup_rows: int = 64, variants: Sequence[tuple[int, str]] = (),
+                 log=print) -> dict:
+    """variants: extra (max_tokens, path) settings of the harness path, timed after it."""
     shape = Shape.of(model)
-    warm = rows[:warmup_rows]
+    use_cache = model.config.use_cache
     model.set_attn_implementation("sdpa")
-    naive_encode(model, warm, device, batch=naive_batch)
+    naive_encode(model, rows[:warmup_rows], device, batch=naive_batch)
     ref, t_naive = timed(lambda: naive_encode(model, rows, device, batch=naive_batch), device)
     naive = _figures(rows, t_naive, shape)
     log(f"naive:   {naive['tokens_per_s']:>10,.0f} tokens/s  {naive['documents_per_s']:>8,.1f} docs/s  "
         f"{naive['tflops']:>6.1f} TFLOP/s")
-    enc = harness_encoder(model)
-    embed_features(enc, warm, device, max_tokens=max_tokens)
-    fast, t_fast = timed(lambda: embed_features(enc, rows, device, max_tokens=max_tokens), device)
+    fast, t_fast, path = time_harness(model, rows, device, path="packed", max_tokens=max_tokens, warmup_rows=warmup_rows)
     ours = _figures(rows, t_fast, shape)
-    log(f"harness: {ours['tokens_per_s']:>10,.0f} tokens/s  {ours['documents_per_s']:>8,.1f} docs/s  "
+    log(f"harness ({path}): {ours['tokens_per_s']:>10,.0f} tokens/s  {ours['documents_per_s']:>8,.1f} docs/s  "
         f"{ours['tflops']:>6.1f} TFLOP/s  ({t_naive / t_fast:.2f}x naive)")
     tried = []
-    for budget, compiled in variants:
-        variant = harness_encoder(torch.compile(model, dynamic=True) if compiled else model)
-        embed_features(variant, warm, device, max_tokens=budget)
-        if compiled:  # compile for the range of shapes first
-            embed_features(variant, rows[:4 * warmup_rows], device, max_tokens=budget)
-        _, t = timed(lambda: embed_features(variant, rows, device, max_tokens=budget), device)
-        tried.append({**_figures(rows, t, shape), "max_tokens": budget, "compiled": compiled,
-                      "speedup": round(t_naive / t, 3)})
-        log(f"  variant max_tokens={budget} compiled={compiled}: {tried[-1]['tokens_per_s']:,.0f} tokens/s "
-            f"({t_naive / t:.2f}x naive)")
+    for budget, variant in variants:
+        vecs, t, taken = time_harness(model, rows, device, path=variant, max_tokens=budget, warmup_rows=warmup_rows)
+        tried.append({**_figures(rows, t, shape), "max_tokens": budget, "path": taken, "speedup": round(t_naive / t, 3),
+                      "agreement": agreement(vecs, ref)})
+        log(f"  variant {taken} max_tokens={budget}: {tried[-1]['tokens_per_s']:,.0f} tokens/s ({t_naive / t:.2f}x naive)")
     model.set_attn_implementation("sdpa")
+    model.config.use_cache = use_cache
     return {"naive": {**naive, "batch": naive_batch, "order": "arrival", "attention": "sdpa + padding mask"},
-            "harness": {**ours, "max_tokens": max_tokens, "order": "length-sorted token budget",
-                        "attention": "aa_causal (mask-free causal SDPA)" if enc.fast else "sdpa + padding mask"},
+            "harness": {**ours, "max_tokens": max_tokens, "path": path},
             "speedup": round(t_naive / t_fast, 3), "agreement": agreement(fast, ref), "variants": tried}

@@ -2,8 +2,9 @@
 
 Each query has 100 candidates; a pair is `query + candidate`, scored as W . h of its last
 token. naive: the Hugging Face model as is (SDPA), batches of 32 pairs in arrival order,
-padded to the longest, attention mask. harness: `score_continuations` (the query encoded
-once, its keys and values reused for each length-sorted batch of candidates, mask-free).
+padded to the longest, attention mask. harness: the query encoded once and its keys and
+values reused for its candidates, on the PackedDecoder ("packed": candidates packed without
+padding) or on the Hugging Face model ("aa_causal": right-padded length-sorted batches).
 """
 from __future__ import annotations
 
@@ -39,7 +40,14 @@ def naive_scores(model, head, queries, candidate_lists, device, *, batch: int = 
     return out
 
 
-def prefix_reuse_scores(model, head, queries, candidate_lists, device, *, max_tokens: int = 65536) -> list[np.ndarray]:
+def prefix_reuse_scores(model, head, queries, candidate_lists, device, *, max_tokens: int = 65536,
+                        decoder=None) -> list[np.ndarray]:
+    """With a PackedDecoder: the packed path; else the HF model switched to aa_causal."""
+    if decoder is not None:
+        from harness.neural.packed_paths import score_packed_continuations
+
+        return [score_packed_continuations(decoder, head, q, cands, device, max_tokens=max_tokens)[:, 0]
+                for q, cands in zip(queries, candidate_lists)]
     from harness.neural.prefix_scoring import score_continuations
 
     return [score_continuations(model, head, q, cands, device, pad_id=0, max_tokens=max_tokens)[:, 0]
@@ -59,8 +67,9 @@ def score_agreement(fast: Sequence[np.ndarray], ref: Sequence[np.ndarray], k: in
 
 
 def bench_rerank(model, queries, candidate_lists, device, *, max_tokens: int = 65536, naive_batch: int = 32,
-                 seed: int = 0, log=print) -> dict:
+                 seed: int = 0, also_aa_causal: bool = True, log=print) -> dict:
     from harness.neural import causal_attention
+    from harness.neural.packed_decoder import PackedDecoder
 
     shape = Shape.of(model)
     torch.manual_seed(seed)
@@ -70,27 +79,43 @@ def bench_rerank(model, queries, candidate_lists, device, *, max_tokens: int = 6
     concat_flops = sum(shape.causal_flops(len(q) + len(c)) for q, cands in zip(queries, candidate_lists) for c in cands)
     reuse_flops = sum(shape.causal_flops(len(q)) + sum(shape.causal_flops(len(c), len(q)) for c in cands)
                       for q, cands in zip(queries, candidate_lists))
-
-    model.set_attn_implementation("sdpa")
-    naive_scores(model, head, queries[:1], [candidate_lists[0][:naive_batch]], device, batch=naive_batch)
-    ref, t_naive = timed(lambda: naive_scores(model, head, queries, candidate_lists, device, batch=naive_batch), device)
-    if not causal_attention.enable(model):
-        raise ValueError("prefix reuse needs a causal decoder")
-    prefix_reuse_scores(model, head, queries[:1], [candidate_lists[0][:naive_batch]], device, max_tokens=max_tokens)
-    fast, t_fast = timed(lambda: prefix_reuse_scores(model, head, queries, candidate_lists, device,
-                                                     max_tokens=max_tokens), device)
-    model.set_attn_implementation("sdpa")
+    use_cache = model.config.use_cache
 
     def figures(seconds, flops):
         return {"seconds": round(seconds, 4), "pairs": pairs, "pairs_per_s": round(pairs / seconds, 2),
                 "new_tokens_per_s": round(new_tokens / seconds, 1), "tflops": round(flops / seconds / 1e12, 2)}
 
-    naive, ours = figures(t_naive, concat_flops), figures(t_fast, reuse_flops)
+    def run_reuse(decoder):
+        warm_q, warm_c = queries[:1], [sorted(candidate_lists[0], key=len)[::4]]
+        prefix_reuse_scores(model, head, warm_q, warm_c, device, max_tokens=max_tokens, decoder=decoder)
+        return timed(lambda: prefix_reuse_scores(model, head, queries, candidate_lists, device, max_tokens=max_tokens,
+                                                 decoder=decoder), device)
+
+    model.set_attn_implementation("sdpa")
+    naive_scores(model, head, queries[:1], [candidate_lists[0][:naive_batch]], device, batch=naive_batch)
+    ref, t_naive = timed(lambda: naive_scores(model, head, queries, candidate_lists, device, batch=naive_batch), device)
+    naive = figures(t_naive, concat_flops)
     log(f"naive:   {naive['pairs_per_s']:>8,.1f} pairs/s  {naive['tflops']:>6.1f} TFLOP/s (of the concatenated pairs' work)")
-    log(f"harness: {ours['pairs_per_s']:>8,.1f} pairs/s  {ours['tflops']:>6.1f} TFLOP/s (of the prefix-reuse work)  "
-        f"({t_naive / t_fast:.2f}x naive)")
-    return {"naive": {**naive, "batch": naive_batch, "order": "arrival", "attention": "sdpa + padding mask",
-                      "work_tflop": round(concat_flops / 1e12, 3)},
-            "harness": {**ours, "max_tokens": max_tokens, "attention": "aa_causal, query keys/values reused",
-                        "work_tflop": round(reuse_flops / 1e12, 3)},
-            "speedup": round(t_naive / t_fast, 3), "agreement": score_agreement(fast, ref)}
+    model.config.use_cache = False
+    result = {"naive": {**naive, "batch": naive_batch, "order": "arrival", "attention": "sdpa + padding mask",
+                        "work_tflop": round(concat_flops / 1e12, 3)}, "variants": []}
+    runs = []
+    if PackedDecoder.supports(model):
+        runs.append(("packed", PackedDecoder(model)))
+    if (also_aa_causal or not runs) and causal_attention.enable(model):
+        runs.append(("aa_causal", None))
+    for i, (path, decoder) in enumerate(runs):
+        scores, seconds = run_reuse(decoder)
+        entry = {**figures(seconds, reuse_flops), "path": path, "max_tokens": max_tokens,
+                 "work_tflop": round(reuse_flops / 1e12, 3), "speedup": round(t_naive / seconds, 3),
+                 "agreement": score_agreement(scores, ref)}
+        log(f"{'harness' if i == 0 else '  variant'} ({path}): {entry['pairs_per_s']:>8,.1f} pairs/s  "
+            f"{entry['tflops']:>6.1f} TFLOP/s (of the prefix-reuse work)  ({t_naive / seconds:.2f}x naive)")
+        if i == 0:
+            result.update(harness=entry, speedup=entry["speedup"], agreement=entry["agreement"])
+        else:
+            result["variants"].append(entry)
+        del decoder
+    model.set_attn_implementation("sdpa")
+    model.config.use_cache = use_cache
+    return result

@@ -16,7 +16,7 @@ import torch
 from harness.neural.batching import token_budget_batches
 from harness.neural.device import autocast
 from harness.neural.embed_cache import EmbeddingCache, cached_encode
-from harness.neural.pooling import mean_pool
+from harness.neural.pooling import last_token_pool, mean_pool
 
 
 class BiEncoder(torch.nn.Module):
@@ -96,30 +96,63 @@ class TokenBiEncoder(BiEncoder):
         # none are passed here; decoders read with left padding override this (reranker).
         return self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
-    def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        return mean_pool(self.hidden_states(input_ids, attention_mask), attention_mask)
-
     def enable_gradient_checkpointing(self) -> None:
         self.backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
-    def use_fast_attention(self) -> bool:
-        """Mask-free causal attention (flash kernel) for causal decoders read with right padding:
-        exact there, since no real token can see the padding after it. False when not applicable."""
-        from harness.neural import causal_attention
+    pooling = "mean"  # or "last" (the last real token's state)
+    packed_decoder = None  # set by enable_fast_path for Llama-family decoders
 
-        return self.padding_side == "right" and causal_attention.enable(self.backbone)
+    def finish(self, pooled: torch.Tensor) -> torch.Tensor:
+        """What follows pooling (a projection, a head); identity here."""
+        return pooled
+
+    def pool(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        if self.pooling == "last":
+            return last_token_pool(hidden, attention_mask)
+        return mean_pool(hidden, attention_mask)
+
+    def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return self.finish(self.pool(self.hidden_states(input_ids, attention_mask), attention_mask))
+
+    def enable_fast_path(self, prefer: str = "packed") -> str | None:
+        """Switch this (inference-only) encoder to the fastest exact path its backbone allows:
+        "packed" (Llama-family decoders: packed sequences, varlen flash attention, fused and
+        compiled layers), else "aa_causal" (any causal decoder read with right padding:
+        mask-free flash attention, exact since no real token sees the padding after it), else
+        None. A LoRA adapter is merged into the weights first."""
+        from harness.neural import causal_attention
+        from harness.neural.packed_decoder import PackedDecoder
+
+        if hasattr(self.backbone, "merge_and_unload"):
+            self.backbone = self.backbone.merge_and_unload()
+        if getattr(self.backbone, "config", None) is not None and hasattr(self.backbone.config, "use_cache"):
+            self.backbone.config.use_cache = False  # encoding never decodes: no key/value cache
+        if prefer == "packed" and PackedDecoder.supports(self.backbone):
+            self.packed_decoder = PackedDecoder(self.backbone)
+            return "packed"
+        if self.padding_side == "right" and causal_attention.enable(self.backbone):
+            return "aa_causal"
+        return None
 
 
 @torch.inference_mode()
 def embed_features(model: BiEncoder, features: Sequence[Any], device: torch.device, *, max_tokens: int = 65536,
-                   max_batch: int = 512, progress: bool = False, desc: str = "encoding") -> np.ndarray:
+                   max_batch: int = 512, progress: bool = False, desc: str = "encoding", amp: bool = True) -> np.ndarray:
     """Embed features in token-budget batches; returns float32 rows in input order.
+
+    amp: bf16 autocast on CUDA (for fp32 master weights in training); a model already in its
+    inference dtype needs none. The packed path runs in the model's own dtype.
 
     Vectors stay on the device until the end, so the host collates the next batch while the
     device computes this one (no synchronisation per batch).
     """
     from tqdm.auto import tqdm
 
+    if getattr(model, "packed_decoder", None) is not None:
+        from harness.neural.packed_paths import embed_packed
+
+        return embed_packed(model.packed_decoder, features, device, max_tokens=max_tokens, pooling=model.pooling,
+                            finish=model.finish)
     batches = token_budget_batches([model.feature_length(f) for f in features], max_tokens, max_batch)
     pin = device.type == "cuda"
     parts: list[torch.Tensor] = []
@@ -129,7 +162,7 @@ def embed_features(model: BiEncoder, features: Sequence[Any], device: torch.devi
         for batch in tqdm(batches, desc=desc, unit="batch", disable=not progress, file=sys.stderr):
             host = model.collate([features[i] for i in batch])
             tensors = {k: (v.pin_memory() if pin else v).to(device, non_blocking=True) for k, v in host.items()}
-            with autocast(device):
+            with autocast(device, amp):
                 parts.append(model.embed(**tensors).float())
     finally:
         model.train(was_training)

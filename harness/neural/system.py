@@ -20,13 +20,13 @@ class EncoderSystem:
     """A harness Encoder over any BiEncoder: cached, batched, normalised when cosine."""
 
     def __init__(self, model: BiEncoder, recipe: ContrastiveTraining, describe: dict | None = None):
-        """recipe: the plugin's config (device, cache, encode_max_tokens, fast_attention, search_*)."""
+        """recipe: the plugin's config (device, cache, encode_max_tokens, fast_path, search_*)."""
         self.device = pick_device(recipe.device)
         self.model = model.to(self.device).eval()
         if self.device.type == "cuda":
             self.model.to(torch.bfloat16)
-        use_fast = getattr(self.model, "use_fast_attention", None)
-        self.fast_attention = bool(recipe.fast_attention and use_fast is not None and use_fast())
+        enable = getattr(self.model, "enable_fast_path", None)
+        self.fast_path = enable() if recipe.fast_path and enable is not None else None
         self.max_tokens = recipe.encode_max_tokens
         self.search_index, self.search_nprobe = recipe.search_index, recipe.search_nprobe
         self.identity = model.identity()
@@ -60,7 +60,7 @@ class EncoderSystem:
 
     def describe(self) -> dict:
         return {**self._describe, "model_identity": self.identity, "similarity": self.model.similarity,
-                "max_length": self.model.max_length, "fast_attention": self.fast_attention,
+                "max_length": self.model.max_length, "fast_path": self.fast_path,
                 "search": self.search_index}
 
 

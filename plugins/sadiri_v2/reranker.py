@@ -21,7 +21,6 @@ from harness.neural.checkpoint import load_checkpoint, save_checkpoint
 from harness.neural.device import autocast, device_label, pick_device
 from harness.neural.encoder import TokenBiEncoder, embed_features
 from harness.neural.hf import load_backbone
-from harness.neural.pooling import last_token_pool
 from plugins.sadiri_v2.config import RerankerConfig, parse_strategy
 from plugins.sadiri_v2.negatives import cached_neighbours, draw_negatives
 from plugins.sadiri_v2.retriever import _dtype, lora_config
@@ -53,15 +52,14 @@ class PairScorer(TokenBiEncoder):
         prefix, continuations = self.pair_parts(query, candidates)
         return [prefix + d for d in continuations]
 
-    def score_head(self, last: torch.Tensor) -> torch.Tensor:
+    pooling = "last"
+
+    def finish(self, last: torch.Tensor) -> torch.Tensor:
         return self.head(last.to(self.head.weight.dtype))
 
     def hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # left padding must not shift positions
         return self.backbone(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions).last_hidden_state
-
-    def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        return self.score_head(last_token_pool(self.hidden_states(input_ids, attention_mask), attention_mask))
 
     def identity(self) -> str:
         return self._identity
@@ -123,8 +121,6 @@ class RerankerSystem:
     """
 
     def __init__(self, config: RerankerConfig):
-        from harness.neural import causal_attention
-
         self.config = config
         self.device = pick_device(config.device)
         self.model = load(config)
@@ -133,17 +129,28 @@ class RerankerSystem:
         self.model.to(self.device).eval()
         if self.device.type == "cuda":
             self.model.to(torch.bfloat16)
-        self.prefix_reuse = bool(config.prefix_reuse and causal_attention.enable(self.model.backbone))
+        # "packed" or "aa_causal" reuse the query's keys and values; None scores concatenated pairs
+        self.fast_path = self.model.enable_fast_path() if config.prefix_reuse else None
 
     def rerank(self, queries: Sequence[Document], candidate_lists: Sequence[Sequence[Document]]) -> list[np.ndarray]:
-        if self.prefix_reuse:
+        if self.fast_path:
             return self._rerank_prefix_reuse(queries, candidate_lists)
         return self._rerank_pairs(queries, candidate_lists)
 
+    def _score_query(self, prefix: list[int], continuations: list[list[int]]) -> np.ndarray:
+        if self.fast_path == "packed":
+            from harness.neural.packed_paths import score_packed_continuations
+
+            return score_packed_continuations(self.model.packed_decoder, self.model.finish, prefix, continuations,
+                                              self.device, max_tokens=self.config.score_max_tokens)
+        from harness.neural.prefix_scoring import score_continuations
+
+        with autocast(self.device):
+            return score_continuations(self.model.backbone, self.model.finish, prefix, continuations, self.device,
+                                       pad_id=self.model.pad_id, max_tokens=self.config.score_max_tokens)
+
     def _rerank_prefix_reuse(self, queries, candidate_lists) -> list[np.ndarray]:
         from tqdm.auto import tqdm
-
-        from harness.neural.prefix_scoring import score_continuations
 
         out = []
         pairs = sum(len(c) for c in candidate_lists)
@@ -153,11 +160,7 @@ class RerankerSystem:
                 out.append(np.zeros(0, dtype=np.float32))
                 continue
             prefix, continuations = self.model.pair_parts(q.fullText, [c.fullText for c in cands])
-            with autocast(self.device):
-                scores = score_continuations(self.model.backbone, self.model.score_head, prefix, continuations,
-                                             self.device, pad_id=self.model.pad_id,
-                                             max_tokens=self.config.score_max_tokens)
-            out.append(scores[:, 0])
+            out.append(self._score_query(prefix, continuations)[:, 0])
         return out
 
     def _rerank_pairs(self, queries, candidate_lists) -> list[np.ndarray]:
@@ -178,7 +181,7 @@ class RerankerSystem:
 
     def describe(self) -> dict:
         return {"model_identity": self.model.identity(), "strategy": "+".join(parse_strategy(self.config.strategy)),
-                "prefix_reuse": self.prefix_reuse}
+                "fast_path": self.fast_path}
 
 
 def _examples(documents: Sequence[Document], config: RerankerConfig, log) -> tuple[list[Document], list[tuple[int, int, list[int]]]]:

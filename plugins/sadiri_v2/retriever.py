@@ -12,7 +12,6 @@ from harness.errors import HarnessError
 from harness.models import weights_fingerprint
 from harness.neural.encoder import TokenBiEncoder
 from harness.neural.hf import load_backbone
-from harness.neural.pooling import mean_pool
 from harness.neural.system import EncoderSystem, train_system
 from plugins.sadiri_v2.config import RetrieverConfig
 
@@ -30,8 +29,7 @@ class LLMRetriever(TokenBiEncoder):
         self.similarity = similarity if projection is not None else "cosine"
         self._identity = identity
 
-    def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        pooled = mean_pool(self.hidden_states(input_ids, attention_mask), attention_mask)
+    def finish(self, pooled: torch.Tensor) -> torch.Tensor:
         if self.projection is None:
             return pooled
         return self.projection(pooled.to(self.projection.weight.dtype))

@@ -1,0 +1,230 @@
+"""Llama-family decoders (Llama, Mistral, Qwen2, Qwen3) run over packed sequences.
+
+The Hugging Face forward pads a batch to its longest row and runs many small elementwise
+kernels per layer. This path concatenates the batch's sequences into one [tokens, hidden]
+stream (no padding at all), runs variable-length flash attention over them (each sequence
+attends only to itself, causally), fuses the q/k/v and gate/up projections into one matrix
+product each, and compiles the elementwise work around them (norms, rotary embeddings,
+SiLU, residuals) with torch.compile. The weights are the model's own (the fused matrices
+are copies); the function is the model's: tests compare it with the Hugging Face forward.
+
+A shared prefix (a reranker's query) is run once; its per-layer keys and values are then
+gathered in front of every continuation's keys, and the continuations attend to them
+bottom-right aligned, which is the concatenated pair's causal attention.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+
+FAMILIES = ("llama", "mistral", "qwen2", "qwen3")
+
+
+@dataclass
+class Packed:
+    """Sequences laid end to end: ids [T], positions [T], cu_seqlens [n + 1] (int32), longest."""
+
+    ids: torch.Tensor
+    positions: torch.Tensor
+    cu_seqlens: torch.Tensor
+    longest: int
+
+    @classmethod
+    def of(cls, rows: Sequence[Sequence[int]], device: torch.device, *, offset: int = 0, pad_to: int = 0,
+           pad_id: int = 0) -> "Packed":
+        """Pack rows; pad_to > total appends one filler sequence so that T == pad_to (fixed shapes)."""
+        lengths = [len(r) for r in rows]
+        total = sum(lengths)
+        flat = [t for r in rows for t in r]
+        positions = [offset + i for n in lengths for i in range(n)]
+        if pad_to > total:
+            flat += [pad_id] * (pad_to - total)
+            positions += list(range(pad_to - total))
+            lengths = lengths + [pad_to - total]
+        cu = [0]
+        for n in lengths:
+            cu.append(cu[-1] + n)
+        pin = device.type == "cuda"
+
+        def put(values, dtype):
+            t = torch.tensor(values, dtype=dtype)
+            return (t.pin_memory() if pin else t).to(device, non_blocking=True)
+
+        return cls(put(flat, torch.long), put(positions, torch.long), put(cu, torch.int32), max(lengths))
+
+
+def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    h = x.float()
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * h.to(x.dtype)
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos + rotated * sin
+
+
+def _pre_attention(x, norm_w, eps, w_qkv, b_qkv, q_norm_w, k_norm_w, cos, sin, heads: int, kv_heads: int, head_dim: int):
+    h = _rms(x, norm_w, eps)
+    qkv = F.linear(h, w_qkv, b_qkv)
+    q, k, v = qkv.split([heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], dim=-1)
+    q, k, v = q.view(-1, heads, head_dim), k.view(-1, kv_heads, head_dim), v.view(-1, kv_heads, head_dim)
+    if q_norm_w is not None:
+        q, k = _rms(q, q_norm_w, eps), _rms(k, k_norm_w, eps)
+    c, s = cos[:, None, :], sin[:, None, :]
+    return _rotate(q, c, s), _rotate(k, c, s), v
+
+
+def _post_attention(x, attn, w_o, norm_w, eps, w_gu, w_down, inter: int):
+    x = x + F.linear(attn.flatten(1), w_o)
+    gate, up = F.linear(_rms(x, norm_w, eps), w_gu).split([inter, inter], dim=-1)
+    return x + F.linear(F.silu(gate) * up, w_down)
+
+
+@functools.lru_cache(maxsize=1)
+def _varlen_options() -> frozenset[str]:
+    """Keyword arguments this torch's varlen_attn takes (they grew across releases)."""
+    from torch.nn.attention.varlen import varlen_attn
+
+    return frozenset(inspect.signature(varlen_attn).parameters)
+
+
+def _varlen_attention(q, k, v, cu_q, cu_k, max_q, max_k, scale):
+    """Causal attention within each packed sequence (bottom-right aligned when keys are longer)."""
+    if q.is_cuda and q.dtype in (torch.float16, torch.bfloat16):
+        from torch.nn.attention.varlen import varlen_attn
+
+        options = _varlen_options()
+        kwargs = {"is_causal": True}
+        if "scale" in options:
+            kwargs["scale"] = scale
+        elif abs(scale - q.shape[-1] ** -0.5) > 1e-12:
+            raise ValueError("this torch's varlen_attn has no scale argument")
+        if k.shape[1] != q.shape[1]:
+            if "enable_gqa" in options:
+                kwargs["enable_gqa"] = True
+            else:
+                groups = q.shape[1] // k.shape[1]
+                k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+        return varlen_attn(q, k, v, cu_q, cu_k, max_q, max_k, **kwargs)
+    # CPU or fp32 (tests, small runs): one SDPA call per sequence
+    from torch.nn.attention.bias import causal_lower_right
+
+    out = torch.empty_like(q)
+    bounds_q, bounds_k = cu_q.tolist(), cu_k.tolist()
+    for i in range(len(bounds_q) - 1):
+        qs, ks = slice(bounds_q[i], bounds_q[i + 1]), slice(bounds_k[i], bounds_k[i + 1])
+        if qs.stop == qs.start:
+            continue
+        qi, ki, vi = q[qs].transpose(0, 1)[None], k[ks].transpose(0, 1)[None], v[ks].transpose(0, 1)[None]
+        groups = qi.shape[1] // ki.shape[1]
+        ki, vi = ki.repeat_interleave(groups, dim=1), vi.repeat_interleave(groups, dim=1)
+        mask = causal_lower_right(qi.shape[2], ki.shape[2])
+        out[qs] = F.scaled_dot_product_attention(qi, ki, vi, attn_mask=mask, scale=scale)[0].transpose(0, 1)
+    return out
+
+
+class PackedDecoder:
+    """The forward of a Llama-family `AutoModel` over packed sequences; see the module docstring."""
+
+    def __init__(self, model: torch.nn.Module, *, compile: bool | None = None):
+        self.model = model
+        c = model.config
+        self.heads, self.kv_heads = c.num_attention_heads, c.num_key_value_heads
+        self.head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+        self.inter = c.intermediate_size
+        self.eps = c.rms_norm_eps
+        self.scale = self.head_dim ** -0.5
+        self.layers = []
+        for layer in model.layers:
+            a, m = layer.self_attn, layer.mlp
+            biases = [p.bias for p in (a.q_proj, a.k_proj, a.v_proj)]
+            self.layers.append({
+                "in_norm": layer.input_layernorm.weight,
+                "w_qkv": torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight]).detach(),
+                "b_qkv": torch.cat(biases).detach() if biases[0] is not None else None,
+                "q_norm": a.q_norm.weight if hasattr(a, "q_norm") else None,
+                "k_norm": a.k_norm.weight if hasattr(a, "k_norm") else None,
+                "w_o": a.o_proj.weight,
+                "post_norm": layer.post_attention_layernorm.weight,
+                "w_gu": torch.cat([m.gate_proj.weight, m.up_proj.weight]).detach(),
+                "w_down": m.down_proj.weight,
+            })
+        device = next(model.parameters()).device
+        compile = device.type == "cuda" if compile is None else compile
+        self.pre = torch.compile(_pre_attention, dynamic=True) if compile else _pre_attention
+        self.post = torch.compile(_post_attention, dynamic=True) if compile else _post_attention
+        self.final = torch.compile(_rms, dynamic=True) if compile else _rms
+
+    @staticmethod
+    def supports(model: torch.nn.Module) -> bool:
+        config = getattr(model, "config", None)
+        if config is None or getattr(config, "model_type", None) not in FAMILIES or not hasattr(model, "layers"):
+            return False
+        if getattr(config, "hidden_act", "silu") != "silu" or getattr(config, "mlp_bias", False):
+            return False
+        if getattr(config, "attention_bias", False) and config.model_type != "qwen2":
+            return False
+        window = getattr(config, "sliding_window", None)
+        return not (window and getattr(config, "use_sliding_window", True))
+
+    @torch.inference_mode()
+    def forward(self, packed: Packed, prefix: "PrefixCache | None" = None, capture: bool = False):
+        """Final hidden states [T, hidden] (after the last norm); with capture, also a PrefixCache."""
+        x = self.model.embed_tokens(packed.ids)
+        cos, sin = self.model.rotary_emb(x[None], packed.positions[None])
+        cos, sin = cos[0], sin[0]
+        keys, values = [], []
+        cu_q, max_q = packed.cu_seqlens, packed.longest
+        if prefix is not None:
+            gather, cu_k, max_k = prefix.key_layout(packed)
+        for i, p in enumerate(self.layers):
+            q, k, v = self.pre(x, p["in_norm"], self.eps, p["w_qkv"], p["b_qkv"], p["q_norm"], p["k_norm"], cos, sin,
+                               self.heads, self.kv_heads, self.head_dim)
+            if capture:
+                keys.append(k)
+                values.append(v)
+            if prefix is None:
+                attn = _varlen_attention(q, k, v, cu_q, cu_q, max_q, max_q, self.scale)
+            else:
+                k_all = torch.cat([prefix.keys[i], k]).index_select(0, gather)
+                v_all = torch.cat([prefix.values[i], v]).index_select(0, gather)
+                attn = _varlen_attention(q, k_all, v_all, cu_q, cu_k, max_q, max_k, self.scale)
+            x = self.post(x, attn, p["w_o"], p["post_norm"], self.eps, p["w_gu"], p["w_down"], self.inter)
+        out = self.final(x, self.model.norm.weight, self.eps)
+        return (out, PrefixCache(keys, values)) if capture else out
+
+
+@dataclass
+class PrefixCache:
+    """Per-layer keys and values [P, kv_heads, head_dim] of one prefix sequence."""
+
+    keys: list[torch.Tensor]
+    values: list[torch.Tensor]
+
+    @property
+    def length(self) -> int:
+        return self.keys[0].shape[0]
+
+    def key_layout(self, packed: Packed) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """(gather index into cat(prefix, continuation keys), cu_seqlens of the keys, longest key row):
+        every continuation's keys are the prefix's followed by its own."""
+        p = self.length
+        cu = packed.cu_seqlens.long()
+        lengths = cu[1:] - cu[:-1]
+        n = lengths.numel()
+        device = cu.device
+        row_k = lengths + p
+        cu_k = torch.zeros(n + 1, dtype=torch.int32, device=device)
+        cu_k[1:] = torch.cumsum(row_k, 0)
+        total = int(cu_k[-1])
+        seq = torch.repeat_interleave(torch.arange(n, device=device), row_k)
+        within = torch.arange(total, device=device) - cu_k[:-1].long()[seq]
+        gather = torch.where(within < p, within, p + cu[:-1][seq] + within - p)
+        return gather, cu_k, int(packed.longest + p)

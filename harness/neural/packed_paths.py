@@ -1,0 +1,86 @@
+"""Embedding and prefix scoring over a PackedDecoder: the harness's fast paths for LLM backbones.
+
+Rows are taken longest first and packed up to a token budget (no padding); each pack is
+one forward. Vectors stay on the device until the end, so the host packs the next batch
+while the device runs this one.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from harness.neural.packed_decoder import Packed, PackedDecoder
+
+
+def packs(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
+    """Indices, longest first, cut into packs of at most max_tokens tokens (a longer row alone)."""
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    out: list[list[int]] = []
+    current, used = [], 0
+    for i in order:
+        if current and used + lengths[i] > max_tokens:
+            out.append(current)
+            current, used = [], 0
+        current.append(i)
+        used += lengths[i]
+    if current:
+        out.append(current)
+    return out
+
+
+def _segments(packed: Packed, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    cu = packed.cu_seqlens[: n + 1].long()
+    lengths = cu[1:] - cu[:-1]
+    return torch.repeat_interleave(torch.arange(n, device=cu.device), lengths), lengths
+
+
+def mean_pool_packed(hidden: torch.Tensor, packed: Packed, n: int) -> torch.Tensor:
+    seg, lengths = _segments(packed, n)
+    sums = torch.zeros((n, hidden.shape[1]), dtype=torch.float32, device=hidden.device)
+    sums.index_add_(0, seg, hidden[: seg.numel()].float())
+    return sums / lengths[:, None].float()
+
+
+def last_token_packed(hidden: torch.Tensor, packed: Packed, n: int) -> torch.Tensor:
+    return hidden[packed.cu_seqlens[1: n + 1].long() - 1]
+
+
+@torch.inference_mode()
+def embed_packed(decoder: PackedDecoder, rows: Sequence[Sequence[int]], device: torch.device, *,
+                 max_tokens: int = 65536, pooling: str = "mean",
+                 finish: Callable[[torch.Tensor], torch.Tensor] | None = None) -> np.ndarray:
+    """finish(pooled states) per row (identity if None), float32 rows in input order; pooling is
+    "mean" (fp32 mean over the row) or "last" (the row's last token)."""
+    pool = last_token_packed if pooling == "last" else mean_pool_packed
+    groups = packs([len(r) for r in rows], max_tokens)
+    parts = []
+    for group in groups:
+        packed = Packed.of([rows[i] for i in group], device)
+        pooled = pool(decoder.forward(packed), packed, len(group))
+        parts.append((finish(pooled) if finish else pooled).float())
+    if not parts:
+        return np.zeros((0, 0), dtype=np.float32)
+    order = torch.as_tensor([i for g in groups for i in g], device=parts[0].device)
+    out = torch.empty((len(rows), parts[0].shape[1]), dtype=torch.float32, device=parts[0].device)
+    out[order] = torch.cat(parts)
+    return out.cpu().numpy()
+
+
+@torch.inference_mode()
+def score_packed_continuations(decoder: PackedDecoder, head: Callable[[torch.Tensor], torch.Tensor],
+                               prefix: Sequence[int], continuations: Sequence[Sequence[int]], device: torch.device, *,
+                               max_tokens: int = 65536) -> np.ndarray:
+    """head(last state of prefix + c) per continuation: the prefix runs once, its keys and values
+    serve every pack of continuations. The budget counts continuation tokens."""
+    if not prefix or any(not c for c in continuations):
+        raise ValueError("prefix and every continuation need at least one token")
+    _, cache = decoder.forward(Packed.of([prefix], device), capture=True)
+    out: list[np.ndarray | None] = [None] * len(continuations)
+    for group in packs([len(c) for c in continuations], max_tokens):
+        packed = Packed.of([continuations[i] for i in group], device, offset=len(prefix))
+        last = last_token_packed(decoder.forward(packed, prefix=cache), packed, len(group))
+        for i, s in zip(group, head(last).float().cpu().numpy()):
+            out[i] = s
+    return np.stack(out)
