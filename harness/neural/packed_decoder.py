@@ -101,7 +101,8 @@ def _varlen_attention(q, k, v, cu_q, cu_k, max_q, max_k, scale):
         from torch.nn.attention.varlen import varlen_attn
 
         options = _varlen_options()
-        kwargs = {"is_causal": True}
+        # causal, bottom-right aligned: torch >= 2.12 says is_causal; 2.11 a (-1, 0) window
+        kwargs = {"is_causal": True} if "is_causal" in options else {"window_size": (-1, 0)}
         if "scale" in options:
             kwargs["scale"] = scale
         elif abs(scale - q.shape[-1] ** -0.5) > 1e-12:
