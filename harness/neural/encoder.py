@@ -114,7 +114,7 @@ class TokenBiEncoder(BiEncoder):
     def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         return self.finish(self.pool(self.hidden_states(input_ids, attention_mask), attention_mask))
 
-    def enable_fast_path(self, prefer: str = "packed") -> str | None:
+    def enable_fast_path(self, prefer: str = "packed") -> str | None:  # or "packed-static", "aa_causal"
         """Switch this (inference-only) encoder to the fastest exact path its backbone allows:
         "packed" (Llama-family decoders: packed sequences, varlen flash attention, fused and
         compiled layers), else "aa_causal" (any causal decoder read with right padding:
@@ -127,9 +127,9 @@ class TokenBiEncoder(BiEncoder):
             self.backbone = self.backbone.merge_and_unload()
         if getattr(self.backbone, "config", None) is not None and hasattr(self.backbone.config, "use_cache"):
             self.backbone.config.use_cache = False  # encoding never decodes: no key/value cache
-        if prefer == "packed" and PackedDecoder.supports(self.backbone):
-            self.packed_decoder = PackedDecoder(self.backbone)
-            return "packed"
+        if prefer in ("packed", "packed-static") and PackedDecoder.supports(self.backbone):
+            self.packed_decoder = PackedDecoder(self.backbone, static=prefer == "packed-static")
+            return prefer
         if self.padding_side == "right" and causal_attention.enable(self.backbone):
             return "aa_causal"
         return None

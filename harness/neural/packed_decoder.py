@@ -19,6 +19,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -27,11 +28,13 @@ FAMILIES = ("llama", "mistral", "qwen2", "qwen3")
 
 @dataclass
 class Packed:
-    """Sequences laid end to end: ids [T], positions [T], cu_seqlens [n + 1] (int32), longest."""
+    """Sequences laid end to end: ids [T], positions [T], cu_seqlens [n + 1] (int32) on the device;
+    the lengths (filler included) and the longest on the host, so no step has to read the device."""
 
     ids: torch.Tensor
     positions: torch.Tensor
     cu_seqlens: torch.Tensor
+    lengths: list[int]
     longest: int
 
     @classmethod
@@ -40,22 +43,21 @@ class Packed:
         """Pack rows; pad_to > total appends one filler sequence so that T == pad_to (fixed shapes)."""
         lengths = [len(r) for r in rows]
         total = sum(lengths)
-        flat = [t for r in rows for t in r]
-        positions = [offset + i for n in lengths for i in range(n)]
+        flat = np.fromiter((t for r in rows for t in r), dtype=np.int64, count=total)
+        positions = np.concatenate([np.arange(offset, offset + n, dtype=np.int64) for n in lengths])
         if pad_to > total:
-            flat += [pad_id] * (pad_to - total)
-            positions += list(range(pad_to - total))
+            flat = np.concatenate([flat, np.full(pad_to - total, pad_id, dtype=np.int64)])
+            positions = np.concatenate([positions, np.arange(pad_to - total, dtype=np.int64)])
             lengths = lengths + [pad_to - total]
-        cu = [0]
-        for n in lengths:
-            cu.append(cu[-1] + n)
+        cu = np.zeros(len(lengths) + 1, dtype=np.int32)
+        np.cumsum(lengths, out=cu[1:])
         pin = device.type == "cuda"
 
-        def put(values, dtype):
-            t = torch.tensor(values, dtype=dtype)
+        def put(values):
+            t = torch.from_numpy(values)
             return (t.pin_memory() if pin else t).to(device, non_blocking=True)
 
-        return cls(put(flat, torch.long), put(positions, torch.long), put(cu, torch.int32), max(lengths))
+        return cls(put(flat), put(positions), put(cu), lengths, max(lengths))
 
 
 def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -95,6 +97,28 @@ def _varlen_options() -> frozenset[str]:
     return frozenset(inspect.signature(varlen_attn).parameters)
 
 
+_GQA_NATIVE: bool | None = None
+
+
+def _native_gqa(q, k, v, cu_q, cu_k, max_q, max_k, kwargs) -> bool:
+    """Whether varlen_attn takes fewer key/value heads than query heads as grouped-query attention
+    (the flash kernel does; older wrappers do not say so). Decided once, on the first real call,
+    by comparing with repeated heads; repeating is the safe fallback."""
+    global _GQA_NATIVE
+    if _GQA_NATIVE is None:
+        from torch.nn.attention.varlen import varlen_attn
+
+        groups = q.shape[1] // k.shape[1]
+        want = varlen_attn(q, k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1), cu_q, cu_k,
+                           max_q, max_k, **kwargs)
+        try:
+            got = varlen_attn(q, k, v, cu_q, cu_k, max_q, max_k, **kwargs)
+            _GQA_NATIVE = bool(torch.allclose(got.float(), want.float(), atol=1e-3, rtol=1e-3))
+        except (RuntimeError, ValueError):
+            _GQA_NATIVE = False
+    return _GQA_NATIVE
+
+
 def _varlen_attention(q, k, v, cu_q, cu_k, max_q, max_k, scale):
     """Causal attention within each packed sequence (bottom-right aligned when keys are longer)."""
     if q.is_cuda and q.dtype in (torch.float16, torch.bfloat16):
@@ -110,7 +134,7 @@ def _varlen_attention(q, k, v, cu_q, cu_k, max_q, max_k, scale):
         if k.shape[1] != q.shape[1]:
             if "enable_gqa" in options:
                 kwargs["enable_gqa"] = True
-            else:
+            elif not _native_gqa(q, k, v, cu_q, cu_k, max_q, max_k, kwargs):
                 groups = q.shape[1] // k.shape[1]
                 k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
         return varlen_attn(q, k, v, cu_q, cu_k, max_q, max_k, **kwargs)
@@ -134,8 +158,11 @@ def _varlen_attention(q, k, v, cu_q, cu_k, max_q, max_k, scale):
 class PackedDecoder:
     """The forward of a Llama-family `AutoModel` over packed sequences; see the module docstring."""
 
-    def __init__(self, model: torch.nn.Module, *, compile: bool | None = None):
+    def __init__(self, model: torch.nn.Module, *, compile: bool | None = None, static: bool = False):
+        """compile: torch.compile the layers (default: on CUDA). static: compile for one token
+        count (callers pad every pack to it) instead of symbolic sizes."""
         self.model = model
+        self.static = static
         c = model.config
         self.heads, self.kv_heads = c.num_attention_heads, c.num_key_value_heads
         self.head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
@@ -159,9 +186,10 @@ class PackedDecoder:
             })
         device = next(model.parameters()).device
         compile = device.type == "cuda" if compile is None else compile
-        self.pre = torch.compile(_pre_attention, dynamic=True) if compile else _pre_attention
-        self.post = torch.compile(_post_attention, dynamic=True) if compile else _post_attention
-        self.final = torch.compile(_rms, dynamic=True) if compile else _rms
+        dynamic = not static
+        self.pre = torch.compile(_pre_attention, dynamic=dynamic) if compile else _pre_attention
+        self.post = torch.compile(_post_attention, dynamic=dynamic) if compile else _post_attention
+        self.final = torch.compile(_rms, dynamic=dynamic) if compile else _rms
 
     @staticmethod
     def supports(model: torch.nn.Module) -> bool:
@@ -215,17 +243,18 @@ class PrefixCache:
 
     def key_layout(self, packed: Packed) -> tuple[torch.Tensor, torch.Tensor, int]:
         """(gather index into cat(prefix, continuation keys), cu_seqlens of the keys, longest key row):
-        every continuation's keys are the prefix's followed by its own."""
+        every continuation's keys are the prefix's followed by its own. Built on the host."""
         p = self.length
-        cu = packed.cu_seqlens.long()
-        lengths = cu[1:] - cu[:-1]
-        n = lengths.numel()
-        device = cu.device
-        row_k = lengths + p
-        cu_k = torch.zeros(n + 1, dtype=torch.int32, device=device)
-        cu_k[1:] = torch.cumsum(row_k, 0)
-        total = int(cu_k[-1])
-        seq = torch.repeat_interleave(torch.arange(n, device=device), row_k)
-        within = torch.arange(total, device=device) - cu_k[:-1].long()[seq]
-        gather = torch.where(within < p, within, p + cu[:-1][seq] + within - p)
-        return gather, cu_k, int(packed.longest + p)
+        lengths = np.asarray(packed.lengths, dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        gather = np.concatenate([np.concatenate([np.arange(p), p + s + np.arange(n)]) for s, n in zip(starts, lengths)])
+        cu_k = np.zeros(len(lengths) + 1, dtype=np.int32)
+        np.cumsum(lengths + p, out=cu_k[1:])
+        device = packed.ids.device
+        pin = device.type == "cuda"
+
+        def put(a):
+            t = torch.from_numpy(a)
+            return (t.pin_memory() if pin else t).to(device, non_blocking=True)
+
+        return put(gather), put(cu_k), int(packed.longest + p)

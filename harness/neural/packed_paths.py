@@ -31,9 +31,10 @@ def packs(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
 
 
 def _segments(packed: Packed, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    cu = packed.cu_seqlens[: n + 1].long()
-    lengths = cu[1:] - cu[:-1]
-    return torch.repeat_interleave(torch.arange(n, device=cu.device), lengths), lengths
+    """(row index of each real token, row lengths) from the host-side lengths: no device read."""
+    lengths = np.asarray(packed.lengths[:n], dtype=np.int64)
+    seg = torch.from_numpy(np.repeat(np.arange(n), lengths)).to(packed.ids.device, non_blocking=True)
+    return seg, torch.from_numpy(lengths).to(packed.ids.device, non_blocking=True)
 
 
 def mean_pool_packed(hidden: torch.Tensor, packed: Packed, n: int) -> torch.Tensor:
@@ -57,7 +58,7 @@ def embed_packed(decoder: PackedDecoder, rows: Sequence[Sequence[int]], device: 
     groups = packs([len(r) for r in rows], max_tokens)
     parts = []
     for group in groups:
-        packed = Packed.of([rows[i] for i in group], device)
+        packed = Packed.of([rows[i] for i in group], device, pad_to=max_tokens if decoder.static else 0)
         pooled = pool(decoder.forward(packed), packed, len(group))
         parts.append((finish(pooled) if finish else pooled).float())
     if not parts:
