@@ -30,7 +30,7 @@ def add_parser(sub) -> None:
     p.add_argument("--docs", type=int, default=4096)
     p.add_argument("--lengths", type=int, nargs=2, default=[150, 512], metavar=("MIN", "MAX"))
     p.add_argument("--variant", action="append", default=[], metavar="MAX_TOKENS[:PATH]",
-                   help="also time the harness with this budget and path (packed or aa_causal); repeatable")
+                   help="also time the harness with this budget and path (padded, packed or aa_causal); repeatable")
     p.add_argument("--shard", action="store_true",
                    help="under torchrun: rank 0 alone, then all ranks sharded (the multi-GPU scaling figure)")
     p.set_defaults(fn=cmd_encode)
@@ -97,7 +97,7 @@ def cmd_encode(args) -> int:
     _log(f"encode {args.arch} on {device}: {args.docs} documents, {sum(map(len, rows)):,} tokens, lengths {args.lengths}")
     from harness.bench.encode import bench_encode
 
-    variants = [(int(v.split(":")[0]), v.split(":")[1] if ":" in v else "packed") for v in args.variant]
+    variants = [(int(v.split(":")[0]), v.split(":")[1] if ":" in v else "padded") for v in args.variant]
     figures = bench_encode(model, rows, device, max_tokens=args.max_tokens, naive_batch=args.naive_batch,
                            variants=variants, log=_log)
     _log(f"agreement: {figures['agreement']}")

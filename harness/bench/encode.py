@@ -2,9 +2,10 @@
 
 naive: the model as is (SDPA), batches of 32 in arrival order padded to the longest,
 attention mask, mean pooling. harness: `embed_features` over a `TokenBiEncoder` with its
-fast path ("packed": packed sequences, varlen flash attention, fused and compiled layers;
-or "aa_causal": length-sorted right-padded batches, mask-free causal attention), the path
-the retrievers run. Both over the same weights (bf16 on GPU, fp32 on CPU) and rows.
+fast path (a FusedDecoder: fused, compiled layers over "padded" length-sorted rows with
+mask-free causal cuDNN attention, or "packed" rows with varlen flash attention; or
+"aa_causal": the Hugging Face model with mask-free causal attention), the path the
+retrievers run. Both over the same weights (bf16 on GPU, fp32 on CPU) and rows.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def naive_encode(model, rows: Sequence[Sequence[int]], device: torch.device, *, 
     return torch.cat(out).cpu().numpy()
 
 
-def harness_encoder(model, path: str = "packed", pad_id: int = 0):
+def harness_encoder(model, path: str = "padded", pad_id: int = 0):
     """The retrievers' encoder over `model` (ids in, mean-pooled vectors out) on its fast path."""
     from harness.neural.encoder import TokenBiEncoder
 
@@ -93,7 +94,7 @@ def bench_encode(model, rows: Sequence[Sequence[int]], device: torch.device, *, 
     naive = _figures(rows, t_naive, shape)
     log(f"naive:   {naive['tokens_per_s']:>10,.0f} tokens/s  {naive['documents_per_s']:>8,.1f} docs/s  "
         f"{naive['tflops']:>6.1f} TFLOP/s")
-    fast, t_fast, path = time_harness(model, rows, device, path="packed", max_tokens=max_tokens, warmup_rows=warmup_rows)
+    fast, t_fast, path = time_harness(model, rows, device, path="padded", max_tokens=max_tokens, warmup_rows=warmup_rows)
     ours = _figures(rows, t_fast, shape)
     log(f"harness ({path}): {ours['tokens_per_s']:>10,.0f} tokens/s  {ours['documents_per_s']:>8,.1f} docs/s  "
         f"{ours['tflops']:>6.1f} TFLOP/s  ({t_naive / t_fast:.2f}x naive)")

@@ -3,7 +3,7 @@
 Each query has 100 candidates; a pair is `query + candidate`, scored as W . h of its last
 token. naive: the Hugging Face model as is (SDPA), batches of 32 pairs in arrival order,
 padded to the longest, attention mask. harness: the query encoded once and its keys and
-values reused for its candidates, on the PackedDecoder ("packed": candidates packed without
+values reused for its candidates, on the FusedDecoder ("packed": candidates packed without
 padding) or on the Hugging Face model ("aa_causal": right-padded length-sorted batches).
 """
 from __future__ import annotations
@@ -42,11 +42,11 @@ def naive_scores(model, head, queries, candidate_lists, device, *, batch: int = 
 
 def prefix_reuse_scores(model, head, queries, candidate_lists, device, *, max_tokens: int = 65536,
                         decoder=None) -> list[np.ndarray]:
-    """With a PackedDecoder: the packed path; else the HF model switched to aa_causal."""
+    """With a FusedDecoder: the packed path; else the HF model switched to aa_causal."""
     if decoder is not None:
-        from harness.neural.packed_paths import score_packed_continuations
+        from harness.neural.fused_paths import score_fused_continuations
 
-        return [score_packed_continuations(decoder, head, q, cands, device, max_tokens=max_tokens)[:, 0]
+        return [score_fused_continuations(decoder, head, q, cands, device, max_tokens=max_tokens)[:, 0]
                 for q, cands in zip(queries, candidate_lists)]
     from harness.neural.prefix_scoring import score_continuations
 
@@ -69,7 +69,7 @@ def score_agreement(fast: Sequence[np.ndarray], ref: Sequence[np.ndarray], k: in
 def bench_rerank(model, queries, candidate_lists, device, *, max_tokens: int = 65536, naive_batch: int = 32,
                  seed: int = 0, also_aa_causal: bool = True, log=print) -> dict:
     from harness.neural import causal_attention
-    from harness.neural.packed_decoder import PackedDecoder
+    from harness.neural.fused_decoder import FusedDecoder
 
     shape = Shape.of(model)
     torch.manual_seed(seed)
@@ -100,8 +100,8 @@ def bench_rerank(model, queries, candidate_lists, device, *, max_tokens: int = 6
     result = {"naive": {**naive, "batch": naive_batch, "order": "arrival", "attention": "sdpa + padding mask",
                         "work_tflop": round(concat_flops / 1e12, 3)}, "variants": []}
     runs = []
-    if PackedDecoder.supports(model):
-        runs.append(("packed", PackedDecoder(model)))
+    if FusedDecoder.supports(model):
+        runs.append(("packed", FusedDecoder(model, layout="packed")))
     if (also_aa_causal or not runs) and causal_attention.enable(model):
         runs.append(("aa_causal", None))
     for i, (path, decoder) in enumerate(runs):

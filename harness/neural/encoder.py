@@ -100,7 +100,7 @@ class TokenBiEncoder(BiEncoder):
         self.backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
     pooling = "mean"  # or "last" (the last real token's state)
-    packed_decoder = None  # set by enable_fast_path for Llama-family decoders
+    fused_decoder = None  # set by enable_fast_path for Llama-family decoders
 
     def finish(self, pooled: torch.Tensor) -> torch.Tensor:
         """What follows pooling (a projection, a head); identity here."""
@@ -114,21 +114,23 @@ class TokenBiEncoder(BiEncoder):
     def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         return self.finish(self.pool(self.hidden_states(input_ids, attention_mask), attention_mask))
 
-    def enable_fast_path(self, prefer: str = "packed") -> str | None:  # or "packed-static", "aa_causal"
-        """Switch this (inference-only) encoder to the fastest exact path its backbone allows:
-        "packed" (Llama-family decoders: packed sequences, varlen flash attention, fused and
-        compiled layers), else "aa_causal" (any causal decoder read with right padding:
-        mask-free flash attention, exact since no real token sees the padding after it), else
-        None. A LoRA adapter is merged into the weights first."""
+    def enable_fast_path(self, prefer: str = "padded") -> str | None:
+        """Switch this (inference-only) encoder to the fastest exact path its backbone allows.
+
+        Llama-family decoders: a FusedDecoder (fused, compiled layers) over "padded" rows
+        (length-sorted, mask-free causal attention) or "packed" ones (varlen attention); other
+        causal decoders read with right padding: "aa_causal" (the Hugging Face model with
+        mask-free causal attention); else None. `prefer` picks among those that apply. A LoRA
+        adapter is merged into the weights first."""
         from harness.neural import causal_attention
-        from harness.neural.packed_decoder import PackedDecoder
+        from harness.neural.fused_decoder import FusedDecoder
 
         if hasattr(self.backbone, "merge_and_unload"):
             self.backbone = self.backbone.merge_and_unload()
         if getattr(self.backbone, "config", None) is not None and hasattr(self.backbone.config, "use_cache"):
             self.backbone.config.use_cache = False  # encoding never decodes: no key/value cache
-        if prefer in ("packed", "packed-static") and PackedDecoder.supports(self.backbone):
-            self.packed_decoder = PackedDecoder(self.backbone, static=prefer == "packed-static")
+        if prefer in ("padded", "packed") and FusedDecoder.supports(self.backbone):
+            self.fused_decoder = FusedDecoder(self.backbone, layout=prefer)
             return prefer
         if self.padding_side == "right" and causal_attention.enable(self.backbone):
             return "aa_causal"
@@ -148,10 +150,10 @@ def embed_features(model: BiEncoder, features: Sequence[Any], device: torch.devi
     """
     from tqdm.auto import tqdm
 
-    if getattr(model, "packed_decoder", None) is not None:
-        from harness.neural.packed_paths import embed_packed
+    if getattr(model, "fused_decoder", None) is not None:
+        from harness.neural.fused_paths import embed_fused
 
-        return embed_packed(model.packed_decoder, features, device, max_tokens=max_tokens, pooling=model.pooling,
+        return embed_fused(model.fused_decoder, features, device, max_tokens=max_tokens, pooling=model.pooling,
                             finish=model.finish)
     batches = token_budget_batches([model.feature_length(f) for f in features], max_tokens, max_batch)
     pin = device.type == "cuda"

@@ -129,7 +129,8 @@ class RerankerSystem:
         self.model.to(self.device).eval()
         if self.device.type == "cuda":
             self.model.to(torch.bfloat16)
-        # "packed" or "aa_causal" reuse the query's keys and values; None scores concatenated pairs
+        # "padded"/"packed" (the fused decoder; prefixes always run packed) or "aa_causal" reuse the
+        # query's keys and values; None scores concatenated pairs
         self.fast_path = self.model.enable_fast_path() if config.prefix_reuse else None
 
     def rerank(self, queries: Sequence[Document], candidate_lists: Sequence[Sequence[Document]]) -> list[np.ndarray]:
@@ -138,10 +139,10 @@ class RerankerSystem:
         return self._rerank_pairs(queries, candidate_lists)
 
     def _score_query(self, prefix: list[int], continuations: list[list[int]]) -> np.ndarray:
-        if self.fast_path == "packed":
-            from harness.neural.packed_paths import score_packed_continuations
+        if self.model.fused_decoder is not None:
+            from harness.neural.fused_paths import score_fused_continuations
 
-            return score_packed_continuations(self.model.packed_decoder, self.model.finish, prefix, continuations,
+            return score_fused_continuations(self.model.fused_decoder, self.model.finish, prefix, continuations,
                                               self.device, max_tokens=self.config.score_max_tokens)
         from harness.neural.prefix_scoring import score_continuations
 

@@ -1,8 +1,8 @@
-"""Embedding and prefix scoring over a PackedDecoder: the harness's fast paths for LLM backbones.
+"""Embedding and prefix scoring over a FusedDecoder: the harness's fast paths for LLM backbones.
 
-Rows are taken longest first and packed up to a token budget (no padding); each pack is
-one forward. Vectors stay on the device until the end, so the host packs the next batch
-while the device runs this one.
+Rows are taken longest first and grouped under a token budget: packed end to end, or padded
+to the group's longest (which, sorted, adds little). Each group is one forward. Vectors stay
+on the device until the end, so the host lays out the next group while the device runs this one.
 """
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from harness.neural.packed_decoder import Packed, PackedDecoder
+from harness.neural.batching import token_budget_batches
+from harness.neural.fused_decoder import FusedDecoder, Packed, Padded
 
 
 def packs(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
@@ -48,18 +49,35 @@ def last_token_packed(hidden: torch.Tensor, packed: Packed, n: int) -> torch.Ten
     return hidden[packed.cu_seqlens[1: n + 1].long() - 1]
 
 
+def _pool_padded(hidden: torch.Tensor, batch: Padded, pooling: str) -> torch.Tensor:
+    n, width = batch.ids.shape
+    h = hidden.view(n, width, -1)
+    lengths = torch.as_tensor(batch.lengths, device=h.device)
+    if pooling == "last":
+        return h[torch.arange(n, device=h.device), lengths - 1]
+    mask = (torch.arange(width, device=h.device)[None, :] < lengths[:, None]).unsqueeze(-1)
+    return (h.float() * mask).sum(1) / lengths[:, None].float()
+
+
 @torch.inference_mode()
-def embed_packed(decoder: PackedDecoder, rows: Sequence[Sequence[int]], device: torch.device, *,
-                 max_tokens: int = 65536, pooling: str = "mean",
-                 finish: Callable[[torch.Tensor], torch.Tensor] | None = None) -> np.ndarray:
+def embed_fused(decoder: FusedDecoder, rows: Sequence[Sequence[int]], device: torch.device, *,
+                max_tokens: int = 65536, pooling: str = "mean",
+                finish: Callable[[torch.Tensor], torch.Tensor] | None = None) -> np.ndarray:
     """finish(pooled states) per row (identity if None), float32 rows in input order; pooling is
-    "mean" (fp32 mean over the row) or "last" (the row's last token)."""
-    pool = last_token_packed if pooling == "last" else mean_pool_packed
-    groups = packs([len(r) for r in rows], max_tokens)
+    "mean" (fp32 mean over the row) or "last" (the row's last token). The budget counts padding."""
+    lengths = [len(r) for r in rows]
+    padded = decoder.layout == "padded"
+    groups = token_budget_batches(lengths, max_tokens) if padded else packs(lengths, max_tokens)
     parts = []
     for group in groups:
-        packed = Packed.of([rows[i] for i in group], device, pad_to=max_tokens if decoder.static else 0)
-        pooled = pool(decoder.forward(packed), packed, len(group))
+        chosen = [rows[i] for i in group]
+        if padded:
+            batch = Padded.of(chosen, device)
+            pooled = _pool_padded(decoder.forward(batch), batch, pooling)
+        else:
+            batch = Packed.of(chosen, device)
+            pooled = (last_token_packed if pooling == "last" else mean_pool_packed)(decoder.forward(batch), batch,
+                                                                                      len(group))
         parts.append((finish(pooled) if finish else pooled).float())
     if not parts:
         return np.zeros((0, 0), dtype=np.float32)
@@ -70,7 +88,7 @@ def embed_packed(decoder: PackedDecoder, rows: Sequence[Sequence[int]], device: 
 
 
 @torch.inference_mode()
-def score_packed_continuations(decoder: PackedDecoder, head: Callable[[torch.Tensor], torch.Tensor],
+def score_fused_continuations(decoder: FusedDecoder, head: Callable[[torch.Tensor], torch.Tensor],
                                prefix: Sequence[int], continuations: Sequence[Sequence[int]], device: torch.device, *,
                                max_tokens: int = 65536) -> np.ndarray:
     """head(last state of prefix + c) per continuation: the prefix runs once, its keys and values
