@@ -114,32 +114,34 @@ def _post_attention(x, attn, w_o, norm_w, eps, w_gu, w_down, inter: int):
     return x + F.linear(F.silu(gate) * up, w_down)
 
 
+_CUDNN_ATTENTION: bool | None = None  # decided on the first call: does cuDNN take these inputs?
+
+
 def _padded_attention(q, k, v, shape, scale):
-    """Causal SDPA over [n, W] right-padded rows with no mask; returns [n * W, heads, head_dim]."""
+    """Causal SDPA over [n, W] right-padded rows with no mask; returns [n * W, heads, head_dim].
+
+    On CUDA in half precision cuDNN's kernel is asked for alone (2.5x the flash kernel's rate at
+    these shapes on an H200; given a list, SDPA would still prefer flash); if it refuses the
+    inputs, SDPA chooses as usual from then on."""
+    global _CUDNN_ATTENTION
     n, width = shape
     q = q.view(n, width, *q.shape[1:]).transpose(1, 2)
     groups = q.shape[1] // k.shape[1]
     k = k.view(n, width, *k.shape[1:]).repeat_interleave(groups, dim=2).transpose(1, 2)
     v = v.view(n, width, *v.shape[1:]).repeat_interleave(groups, dim=2).transpose(1, 2)
-    with _sdpa_backends(q):
+    out = None
+    if q.is_cuda and q.dtype in (torch.float16, torch.bfloat16) and _CUDNN_ATTENTION is not False:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        try:
+            with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+                out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+            _CUDNN_ATTENTION = True
+        except RuntimeError:
+            _CUDNN_ATTENTION = False
+    if out is None:
         out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
     return out.transpose(1, 2).reshape(n * width, *out.shape[1:2], out.shape[-1])
-
-
-def _sdpa_backends(q):
-    """cuDNN's attention first on CUDA in half precision (2.5x the flash kernel's rate at these shapes
-    on an H200), then flash, memory-efficient and math; the default choice elsewhere."""
-    import contextlib
-
-    if not (q.is_cuda and q.dtype in (torch.float16, torch.bfloat16)):
-        return contextlib.nullcontext()
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    order = [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
-    try:
-        return sdpa_kernel(order, set_priority=True)
-    except TypeError:  # a torch without priorities
-        return sdpa_kernel(order)
 
 
 @functools.lru_cache(maxsize=1)

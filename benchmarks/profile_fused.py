@@ -1,6 +1,6 @@
-"""Where a packed forward spends its GPU time: the top kernels of a few packs (torch.profiler).
+"""Where a fused forward spends its GPU time: the top kernels of a few packs (torch.profiler).
 
-    python benchmarks/profile_packed.py --arch qwen3-0.6b --max-tokens 65536
+    python benchmarks/profile_fused.py --arch qwen3-0.6b --max-tokens 65536
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--arch", default="qwen3-0.6b")
     p.add_argument("--max-tokens", type=int, default=65536)
-    p.add_argument("--path", default="packed")
+    p.add_argument("--path", default="padded")
     p.add_argument("--docs", type=int, default=1024)
     args = p.parse_args()
     device = torch.device("cuda")
