@@ -31,6 +31,13 @@ import torch.nn.functional as F
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3")
 
 
+def to_device(values: np.ndarray, device: torch.device) -> torch.Tensor:
+    """Host array to the device without stalling it: a copy from pageable memory waits for the
+    device's queued work, one from pinned memory does not, so the host can lay out the next batch."""
+    t = torch.from_numpy(np.ascontiguousarray(values))
+    return (t.pin_memory() if device.type == "cuda" else t).to(device, non_blocking=True)
+
+
 @dataclass
 class Packed:
     """Sequences laid end to end: ids [T], positions [T], cu_seqlens [n + 1] (int32) on the device;
@@ -51,13 +58,7 @@ class Packed:
         positions = np.concatenate([np.arange(offset, offset + n, dtype=np.int64) for n in lengths])
         cu = np.zeros(len(lengths) + 1, dtype=np.int32)
         np.cumsum(lengths, out=cu[1:])
-        pin = device.type == "cuda"
-
-        def put(values):
-            t = torch.from_numpy(values)
-            return (t.pin_memory() if pin else t).to(device, non_blocking=True)
-
-        return cls(put(flat), put(positions), put(cu), lengths, max(lengths))
+        return cls(to_device(flat, device), to_device(positions, device), to_device(cu, device), lengths, max(lengths))
 
 
 @dataclass
@@ -76,13 +77,7 @@ class Padded:
         for i, r in enumerate(rows):
             ids[i, :len(r)] = r
         positions = np.broadcast_to(np.arange(width, dtype=np.int64), ids.shape)
-        pin = device.type == "cuda"
-
-        def put(values):
-            t = torch.from_numpy(np.ascontiguousarray(values))
-            return (t.pin_memory() if pin else t).to(device, non_blocking=True)
-
-        return cls(put(ids), put(positions), lengths)
+        return cls(to_device(ids, device), to_device(positions, device), lengths)
 
 
 def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -114,33 +109,40 @@ def _post_attention(x, attn, w_o, norm_w, eps, w_gu, w_down, inter: int):
     return x + F.linear(F.silu(gate) * up, w_down)
 
 
-_CUDNN_ATTENTION: bool | None = None  # decided on the first call: does cuDNN take these inputs?
+_CUDNN_ATTENTION: str | bool | None = None  # first call decides: "gqa", "repeat" (heads), or False
 
 
 def _padded_attention(q, k, v, shape, scale):
     """Causal SDPA over [n, W] right-padded rows with no mask; returns [n * W, heads, head_dim].
 
     On CUDA in half precision cuDNN's kernel is asked for alone (2.5x the flash kernel's rate at
-    these shapes on an H200; given a list, SDPA would still prefer flash); if it refuses the
-    inputs, SDPA chooses as usual from then on."""
+    these shapes on an H200; given a list, SDPA would still prefer flash), first with grouped
+    key/value heads as they are, else with the heads repeated; if cuDNN refuses the inputs,
+    SDPA chooses as usual from then on."""
     global _CUDNN_ATTENTION
     n, width = shape
     q = q.view(n, width, *q.shape[1:]).transpose(1, 2)
+    k = k.view(n, width, *k.shape[1:]).transpose(1, 2)
+    v = v.view(n, width, *v.shape[1:]).transpose(1, 2)
     groups = q.shape[1] // k.shape[1]
-    k = k.view(n, width, *k.shape[1:]).repeat_interleave(groups, dim=2).transpose(1, 2)
-    v = v.view(n, width, *v.shape[1:]).repeat_interleave(groups, dim=2).transpose(1, 2)
     out = None
     if q.is_cuda and q.dtype in (torch.float16, torch.bfloat16) and _CUDNN_ATTENTION is not False:
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
-        try:
-            with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
-                out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
-            _CUDNN_ATTENTION = True
-        except RuntimeError:
+        for mode in (["gqa", "repeat"] if _CUDNN_ATTENTION is None else [_CUDNN_ATTENTION]):
+            try:
+                kk, vv = (k, v) if mode == "gqa" else (k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1))
+                with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+                    out = F.scaled_dot_product_attention(q, kk, vv, is_causal=True, scale=scale,
+                                                         enable_gqa=mode == "gqa" and groups > 1)
+                _CUDNN_ATTENTION = mode
+                break
+            except RuntimeError:
+                continue
+        if out is None:
             _CUDNN_ATTENTION = False
     if out is None:
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=groups > 1)
     return out.transpose(1, 2).reshape(n * width, *out.shape[1:2], out.shape[-1])
 
 
@@ -312,10 +314,4 @@ class PrefixCache:
         cu_k = np.zeros(len(lengths) + 1, dtype=np.int32)
         np.cumsum(lengths + p, out=cu_k[1:])
         device = packed.ids.device
-        pin = device.type == "cuda"
-
-        def put(a):
-            t = torch.from_numpy(a)
-            return (t.pin_memory() if pin else t).to(device, non_blocking=True)
-
-        return put(gather), put(cu_k), int(packed.longest + p)
+        return to_device(gather, device), to_device(cu_k, device), int(packed.longest + p)

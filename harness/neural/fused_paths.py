@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from harness.neural.batching import token_budget_batches
-from harness.neural.fused_decoder import FusedDecoder, Packed, Padded
+from harness.neural.fused_decoder import FusedDecoder, Packed, Padded, to_device
 
 
 def packs(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
@@ -34,8 +34,8 @@ def packs(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
 def _segments(packed: Packed, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(row index of each real token, row lengths) from the host-side lengths: no device read."""
     lengths = np.asarray(packed.lengths[:n], dtype=np.int64)
-    seg = torch.from_numpy(np.repeat(np.arange(n), lengths)).to(packed.ids.device, non_blocking=True)
-    return seg, torch.from_numpy(lengths).to(packed.ids.device, non_blocking=True)
+    device = packed.ids.device
+    return to_device(np.repeat(np.arange(n), lengths), device), to_device(lengths, device)
 
 
 def mean_pool_packed(hidden: torch.Tensor, packed: Packed, n: int) -> torch.Tensor:
@@ -52,7 +52,7 @@ def last_token_packed(hidden: torch.Tensor, packed: Packed, n: int) -> torch.Ten
 def _pool_padded(hidden: torch.Tensor, batch: Padded, pooling: str) -> torch.Tensor:
     n, width = batch.ids.shape
     h = hidden.view(n, width, -1)
-    lengths = torch.as_tensor(batch.lengths, device=h.device)
+    lengths = to_device(np.asarray(batch.lengths, dtype=np.int64), h.device)
     if pooling == "last":
         return h[torch.arange(n, device=h.device), lengths - 1]
     mask = (torch.arange(width, device=h.device)[None, :] < lengths[:, None]).unsqueeze(-1)
