@@ -43,9 +43,9 @@ def test_harness_encoding_equals_naive_hf_encoding():
 
     model = _model("tiny-qwen3")
     figures = bench_encode(model, _rows(48, 5, 120, seed=2), torch.device("cpu"), max_tokens=1024, naive_batch=8,
-                           warmup_rows=4, variants=[(700, "aa_causal"), (900, "packed")], log=lambda *_: None)
-    assert figures["harness"]["path"] == "padded"
-    assert [v["path"] for v in figures["variants"]] == ["aa_causal", "packed"]
+                           warmup_rows=4, variants=[(700, "aa_causal"), (900, "padded")], log=lambda *_: None)
+    assert figures["harness"]["path"] == "packed"
+    assert [v["path"] for v in figures["variants"]] == ["aa_causal", "padded"]
     for agreement in (figures["agreement"], *[v["agreement"] for v in figures["variants"]]):
         assert agreement["rel_error_max"] < 1e-5 and agreement["top1_agreement"] == 1.0
 
@@ -97,8 +97,8 @@ def test_retriever_system_fast_and_plain_encodings_agree(tiny_qwen3_dir, isolate
     fast = RetrieverSystem(RetrieverConfig(backbone=str(tiny_qwen3_dir), max_length=64, device="cpu", cache=False))
     plain = RetrieverSystem(RetrieverConfig(backbone=str(tiny_qwen3_dir), max_length=64, device="cpu", cache=False,
                                             fast_path=False))
-    assert fast.fast_path == "padded" and plain.fast_path is None
-    assert fast.describe()["fast_path"] == "padded"
+    assert fast.fast_path == "packed" and plain.fast_path is None
+    assert fast.describe()["fast_path"] == "packed"
     a, b = fast.encode(docs), plain.encode(docs)
     assert np.allclose(a, b, atol=1e-5), np.abs(a - b).max()
 

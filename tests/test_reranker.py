@@ -135,7 +135,7 @@ def test_reranker_training_lowers_loss_and_round_trips(tiny_qwen3_dir, tmp_path,
     sb = b.rerank([docs[0], docs[2]], [docs[1:6], docs[3:5]])
     assert [len(x) for x in sa] == [5, 2] and all(np.allclose(x, y, atol=1e-5) for x, y in zip(sa, sb))
     pairs = RerankerSystem(_config(tiny_qwen3_dir, model=str(out), prefix_reuse=False))
-    assert a.fast_path == "padded" and a.model.fused_decoder is not None and pairs.fast_path is None
+    assert a.fast_path == "packed" and a.model.fused_decoder is not None and pairs.fast_path is None
     sc = pairs.rerank([docs[0], docs[2]], [docs[1:6], docs[3:5]])  # concatenated pairs, padded
     assert all(np.allclose(x, y, atol=1e-4) for x, y in zip(sa, sc)), (sa, sc)
     with pytest.raises(Exception, match="trained with strategy 'r'"):

@@ -97,7 +97,7 @@ def cmd_encode(args) -> int:
     _log(f"encode {args.arch} on {device}: {args.docs} documents, {sum(map(len, rows)):,} tokens, lengths {args.lengths}")
     from harness.bench.encode import bench_encode
 
-    variants = [(int(v.split(":")[0]), v.split(":")[1] if ":" in v else "padded") for v in args.variant]
+    variants = [(int(v.split(":")[0]), v.split(":")[1] if ":" in v else "packed") for v in args.variant]
     figures = bench_encode(model, rows, device, max_tokens=args.max_tokens, naive_batch=args.naive_batch,
                            variants=variants, log=_log)
     _log(f"agreement: {figures['agreement']}")

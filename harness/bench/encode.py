@@ -36,7 +36,7 @@ def naive_encode(model, rows: Sequence[Sequence[int]], device: torch.device, *, 
     return torch.cat(out).cpu().numpy()
 
 
-def harness_encoder(model, path: str = "padded", pad_id: int = 0):
+def harness_encoder(model, path: str = "packed", pad_id: int = 0):
     """The retrievers' encoder over `model` (ids in, mean-pooled vectors out) on its fast path."""
     from harness.neural.encoder import TokenBiEncoder
 
@@ -94,7 +94,7 @@ def bench_encode(model, rows: Sequence[Sequence[int]], device: torch.device, *, 
     naive = _figures(rows, t_naive, shape)
     log(f"naive:   {naive['tokens_per_s']:>10,.0f} tokens/s  {naive['documents_per_s']:>8,.1f} docs/s  "
         f"{naive['tflops']:>6.1f} TFLOP/s")
-    fast, t_fast, path = time_harness(model, rows, device, path="padded", max_tokens=max_tokens, warmup_rows=warmup_rows)
+    fast, t_fast, path = time_harness(model, rows, device, path="packed", max_tokens=max_tokens, warmup_rows=warmup_rows)
     ours = _figures(rows, t_fast, shape)
     log(f"harness ({path}): {ours['tokens_per_s']:>10,.0f} tokens/s  {ours['documents_per_s']:>8,.1f} docs/s  "
         f"{ours['tflops']:>6.1f} TFLOP/s  ({t_naive / t_fast:.2f}x naive)")

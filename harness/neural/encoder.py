@@ -114,7 +114,7 @@ class TokenBiEncoder(BiEncoder):
     def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         return self.finish(self.pool(self.hidden_states(input_ids, attention_mask), attention_mask))
 
-    def enable_fast_path(self, prefer: str = "padded") -> str | None:
+    def enable_fast_path(self, prefer: str = "packed") -> str | None:
         """Switch this (inference-only) encoder to the fastest exact path its backbone allows.
 
         Llama-family decoders: a FusedDecoder (fused, compiled layers) over "padded" rows

@@ -215,7 +215,7 @@ def _varlen_attention(q, k, v, cu_q, cu_k, max_q, max_k, scale):
 class FusedDecoder:
     """The forward of a Llama-family `AutoModel` over packed sequences; see the module docstring."""
 
-    def __init__(self, model: torch.nn.Module, *, compile: bool | None = None, layout: str = "padded"):
+    def __init__(self, model: torch.nn.Module, *, compile: bool | None = None, layout: str = "packed"):
         """compile: torch.compile the layers (default: on CUDA). layout: what embedding uses,
         "padded" or "packed" (prefix scoring always packs)."""
         if layout not in ("padded", "packed"):
