@@ -190,9 +190,12 @@ def test_luar_training_lowers_loss(tiny_bert_dir, tmp_path, isolated_cache):
     assert vecs.shape == (3, 512)
 
 
-def test_ddp_step_equals_single_process_step(tiny_bert_dir, tmp_path):
+@pytest.mark.parametrize("system,weights", [("sadiri", ["model.safetensors"]),
+                                            ("sadiri-v2", ["adapter/adapter_model.safetensors", "projection.safetensors"])])
+def test_ddp_step_equals_single_process_step(system, weights, tiny_bert_dir, tiny_qwen3_dir, tmp_path):
     """Two processes (gloo, CPU) with the global batch split between them give the same loss
-    and the same updated weights as one process with the whole batch."""
+    and the same updated weights as one process with the whole batch (SADIRI-v2: fresh LoRA
+    and projection too, which every process must draw alike)."""
     import socket
     import subprocess
     import sys
@@ -201,18 +204,21 @@ def test_ddp_step_equals_single_process_step(tiny_bert_dir, tmp_path):
 
     from tests.conftest import ROOT
 
+    backbone = tiny_bert_dir if system == "sadiri" else tiny_qwen3_dir
+
     def run(nproc, out):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", f"--master_port={port}",
-               "--master_addr=127.0.0.1", str(ROOT / "tests" / "ddp_worker.py"), str(tiny_bert_dir), str(out), "2"]
+               "--master_addr=127.0.0.1", str(ROOT / "tests" / "ddp_worker.py"), system, str(backbone), str(out), "2"]
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        return losses(json.loads((out / "train_log.json").read_text())), load_file(out / "model" / "model.safetensors")
+        state = {f"{w}:{k}": v for w in weights for k, v in load_file(out / "model" / w).items()}
+        return losses(json.loads((out / "train_log.json").read_text())), state
 
     one_loss, one_w = run(1, tmp_path / "one")
     two_loss, two_w = run(2, tmp_path / "two")
     assert json.loads((tmp_path / "two" / "train_log.json").read_text())["world_size"] == 2
     assert np.allclose(one_loss, two_loss, atol=1e-5), (one_loss, two_loss)
-    assert all(torch.allclose(one_w[k], two_w[k], atol=1e-5) for k in one_w)
+    assert one_w.keys() == two_w.keys() and all(torch.allclose(one_w[k], two_w[k], atol=1e-5) for k in one_w)

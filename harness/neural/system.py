@@ -64,9 +64,12 @@ class EncoderSystem:
                 "search": self.search_index}
 
 
-def train_system(model: BiEncoder, config, documents: Sequence[Document], out_dir: Path,
+def train_system(build: Callable[[], BiEncoder], config, documents: Sequence[Document], out_dir: Path,
                  save: Callable[[BiEncoder, Path], None], log=print) -> Path:
+    """Seed, then build the model (fresh heads and projections draw from the seeded generator, so
+    a rerun, or each process of a DDP run, starts from the same weights), then train it."""
     torch.manual_seed(config.seed)
+    model = build()
     train_contrastive(model, authors_from_documents(documents), config, Path(out_dir), save=save, log=log,
                       device_pref=config.device)
     return Path(out_dir) / "model"

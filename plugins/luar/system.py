@@ -77,5 +77,4 @@ class LUARSystem(EncoderSystem):
 
 
 def train(config: LUARConfig, documents, out_dir: Path) -> Path:
-    torch.manual_seed(config.seed)  # the fresh linear layer
-    return train_system(build(config), config, documents, out_dir, save)
+    return train_system(lambda: build(config), config, documents, out_dir, save)

@@ -43,4 +43,4 @@ class SADIRISystem(EncoderSystem):
 
 
 def train(config: SADIRIConfig, documents, out_dir: Path) -> Path:
-    return train_system(build(config), config, documents, out_dir, save)
+    return train_system(lambda: build(config), config, documents, out_dir, save)

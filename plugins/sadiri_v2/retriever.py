@@ -110,4 +110,4 @@ class RetrieverSystem(EncoderSystem):
 
 
 def train(config: RetrieverConfig, documents, out_dir: Path) -> Path:
-    return train_system(new_for_training(config), config, documents, out_dir, save)
+    return train_system(lambda: new_for_training(config), config, documents, out_dir, save)
