@@ -185,7 +185,10 @@ def training_page(training_dir: Path) -> str:
             f"docs/s counts both documents of every author pair.\n\n{body}\n\n![training loss](training-loss.png)\n")
 
 
-def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True) -> list[Path]:
+def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True, bench_dir: Path | None = None) -> list[Path]:
+    """bench_dir: benchmark results (default: benchmarks/results beside the runs' leaderboards folder)."""
+    from harness.performance_report import performance_page
+
     runs = load_runs(runs_dir)
     out_dir = Path(out_dir)
     training_dir = Path(runs_dir).parent / "training"
@@ -195,11 +198,13 @@ def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True) -> 
             "split seeds (0, 1001, 2001, 3001); `(n=…)` marks a run with fewer seeds. Splits: `splits/`. "
             "Per-genre tables: [per-genre.md](per-genre.md). Training runs: [training.md](training.md). "
             "Reranking (Table 2 layout): [rerank.md](rerank.md). "
-            "Figures the paper reports: [reported.md](reported.md).\n\n"
+            "Figures the paper reports: [reported.md](reported.md). Throughput: [performance.md](performance.md).\n\n"
             f"{main_table(runs) if runs else '(no runs yet)'}\n\n## Runs\n\n{provenance_table(runs) if runs else ''}\n\n"
             f"## Success@k, k = 1…100\n\n{plot_lines}\n")
     written = [out_dir / "main.md", out_dir / "per-genre.md", out_dir / "reported.md", out_dir / "training.md",
-               out_dir / "rerank.md"]
+               out_dir / "rerank.md", out_dir / "performance.md"]
+    bench_dir = Path(bench_dir) if bench_dir else Path(runs_dir).resolve().parent.parent / "benchmarks" / "results"
+    atomic_write_text(written[5], performance_page(bench_dir))
     atomic_write_text(written[0], main)
     atomic_write_text(written[1], f"{HEADER}# Per-genre results\n\n{genre_tables(runs)}")
     atomic_write_text(written[2], reported_table())

@@ -4,7 +4,7 @@ from tests.conftest import ROOT
 
 def test_committed_tables_equal_regenerated(tmp_path):
     write_leaderboards(ROOT / "leaderboards" / "runs", tmp_path, plots=False)
-    for name in ("main.md", "per-genre.md", "reported.md", "training.md", "rerank.md"):
+    for name in ("main.md", "per-genre.md", "reported.md", "training.md", "rerank.md", "performance.md"):
         committed = (ROOT / "leaderboards" / name).read_text(encoding="utf-8")
         assert committed == (tmp_path / name).read_text(encoding="utf-8"), (
             f"leaderboards/{name} differs from what `aa-harness leaderboard` generates; rerun it and commit")
@@ -23,3 +23,25 @@ def test_main_table_has_every_run():
     main = (ROOT / "leaderboards" / "main.md").read_text(encoding="utf-8")
     for _, res in iter_results(ROOT / "leaderboards" / "runs"):
         assert f"| {res['run_name']} " in main
+
+
+def test_performance_page_renders_each_benchmark_kind(tmp_path):
+    """A bench result written by the bench code renders with its figures and source."""
+    import json
+
+    from harness.bench.results import write_result
+    from harness.performance_report import performance_page
+
+    facts = {"device_name": "Test Card", "torch": "x"}
+    entry = {"seconds": 1.0, "tokens_per_s": 1000.0, "documents_per_s": 3.0, "tflops": 1.5, "max_tokens": 4096,
+             "path": "packed"}
+    agreement = {"rel_error_median": 1e-3, "rel_error_max": 2e-3, "top10_overlap": 0.99, "top1_agreement": 1.0}
+    write_result("encode", "tiny", facts, {"arch": "tiny"},
+                 {"naive": {"tokens_per_s": 250.0, "tflops": 0.4}, "harness": entry, "speedup": 4.0,
+                  "agreement": agreement, "variants": []}, tmp_path / "a.json")
+    write_result("seeds", "sbert-demo", facts, {"system": "sbert", "collection": "demo"},
+                 {"one_seed_seconds": 10.0, "four_seeds_seconds": 11.0, "ratio": 1.1}, tmp_path / "b.json")
+    page = performance_page(tmp_path)
+    assert "| tiny    | packed" in page and "4.00" in page and "1.0e-03 / 2.0e-03" in page
+    assert "| sbert    | demo" in page and "1.10" in page and "Test Card" in page
+    assert json.loads((tmp_path / "a.json").read_text())["benchmark"] == "encode"

@@ -49,7 +49,8 @@ def add_parser(sub) -> None:
     p.add_argument("--queries", type=int, default=1000)
     p.add_argument("--k", type=int, default=100)
     p.add_argument("--index", help="faiss index-factory string (default: IVF ~4 sqrt(n) lists, PQ dim/8)")
-    p.add_argument("--nprobe", type=int, default=64)
+    p.add_argument("--nprobe", type=int, nargs="+", default=[16, 64, 256],
+                   help="inverted lists visited per query; several values give a recall/speed curve")
     p.add_argument("--exact-only", action="store_true", help="skip the faiss index (faiss not installed)")
     p.add_argument("--device", default="auto")
     p.add_argument("--seed", type=int, default=0)
@@ -171,7 +172,7 @@ def cmd_search(args) -> int:
     from harness.neural.device import pick_device
 
     device = pick_device(args.device)
-    rows = bench_search(args.sizes, args.dim, args.queries, args.k, device, spec=args.index, nprobe=args.nprobe,
+    rows = bench_search(args.sizes, args.dim, args.queries, args.k, device, spec=args.index, nprobes=tuple(args.nprobe),
                         compressed=not args.exact_only, seed=args.seed, log=_log)
     _save(args, "search", f"d{args.dim}" + ("-exact" if args.exact_only else ""), device, rows)
     return 0
