@@ -54,20 +54,18 @@ def _path_rows(r: dict, unit: str, key: str) -> list[list]:
     return rows
 
 
+def _paths_table(records: list[dict], unit: str, key: str, headers: list[str]) -> str:
+    rows = [row for r in records for row in _path_rows(r, unit, key)]
+    return tabulate(rows, headers=["shape", "path", "token budget", *headers], tablefmt="github", disable_numparse=True)
+
+
 def encode_table(records: list[dict]) -> str:
-    rows = []
-    for r in records:
-        rows += _path_rows(r, "tokens_per_s", "encode")
-    return tabulate(rows, headers=["shape", "path", "token budget", "tokens/s", "TFLOP/s", "× naive",
-                                   "rel. error median / max; neighbours"], tablefmt="github", disable_numparse=True)
+    return _paths_table(records, "tokens_per_s", "encode",
+                        ["tokens/s", "TFLOP/s", "× naive", "rel. error median / max; neighbours"])
 
 
 def rerank_table(records: list[dict]) -> str:
-    rows = []
-    for r in records:
-        rows += _path_rows(r, "pairs_per_s", "rerank")
-    return tabulate(rows, headers=["shape", "path", "token budget", "pairs/s", "TFLOP/s", "× naive",
-                                   "score diff / sd; rank agreement"], tablefmt="github", disable_numparse=True)
+    return _paths_table(records, "pairs_per_s", "rerank", ["pairs/s", "TFLOP/s", "× naive", "score diff / sd; rank agreement"])
 
 
 def sharded_table(records: list[dict]) -> str:

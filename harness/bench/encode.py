@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from harness.bench.timing import timed
+from harness.neural.batching import right_padded
 from harness.bench.workload import Shape
 from harness.neural.pooling import mean_pool
 
@@ -25,12 +26,7 @@ def naive_encode(model, rows: Sequence[Sequence[int]], device: torch.device, *, 
     out = []
     for start in range(0, len(rows), batch):
         chunk = rows[start:start + batch]
-        width = max(len(r) for r in chunk)
-        ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
-        mask = torch.zeros((len(chunk), width), dtype=torch.long)
-        for i, r in enumerate(chunk):
-            ids[i, :len(r)] = torch.as_tensor(r)
-            mask[i, :len(r)] = 1
+        ids, mask = right_padded(chunk, pad_id)
         ids, mask = ids.to(device), mask.to(device)
         out.append(mean_pool(model(input_ids=ids, attention_mask=mask).last_hidden_state, mask))
     return torch.cat(out).cpu().numpy()

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from harness.bench.timing import timed
+from harness.neural.batching import right_padded
 from harness.bench.workload import Shape
 from harness.neural.pooling import last_token_pool
 
@@ -24,12 +25,7 @@ def naive_scores(model, head, queries, candidate_lists, device, *, batch: int = 
     scores = []
     for start in range(0, len(pairs), batch):
         chunk = [p for _, p in pairs[start:start + batch]]
-        width = max(len(r) for r in chunk)
-        ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
-        mask = torch.zeros((len(chunk), width), dtype=torch.long)
-        for i, r in enumerate(chunk):
-            ids[i, :len(r)] = torch.as_tensor(r)
-            mask[i, :len(r)] = 1
+        ids, mask = right_padded(chunk, pad_id)
         ids, mask = ids.to(device), mask.to(device)
         scores.append(head(last_token_pool(model(input_ids=ids, attention_mask=mask).last_hidden_state, mask))[:, 0])
     flat = torch.cat(scores).float().cpu().numpy()

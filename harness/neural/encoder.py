@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from harness.neural.batching import token_budget_batches
+from harness.neural.batching import in_input_order, token_budget_batches
 from harness.neural.device import autocast
 from harness.neural.embed_cache import EmbeddingCache, cached_encode
 from harness.neural.pooling import last_token_pool, mean_pool
@@ -168,12 +168,7 @@ def embed_features(model: BiEncoder, features: Sequence[Any], device: torch.devi
                 parts.append(model.embed(**tensors).float())
     finally:
         model.train(was_training)
-    if not parts:
-        return np.zeros((0, 0), dtype=np.float32)
-    order = torch.as_tensor([i for b in batches for i in b], device=parts[0].device)
-    vecs = torch.empty((len(features), parts[0].shape[1]), dtype=torch.float32, device=parts[0].device)
-    vecs[order] = torch.cat(parts)
-    return vecs.cpu().numpy()
+    return in_input_order(parts, batches, len(features))
 
 
 def encode_texts(model: BiEncoder, texts: Sequence[str], device: torch.device, *, cache: EmbeddingCache | None = None,

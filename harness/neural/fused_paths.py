@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from harness.neural.batching import token_budget_batches
+from harness.neural.batching import in_input_order, token_budget_batches
 from harness.neural.fused_decoder import FusedDecoder, Packed, Padded, to_device
 
 
@@ -79,12 +79,7 @@ def embed_fused(decoder: FusedDecoder, rows: Sequence[Sequence[int]], device: to
             pooled = (last_token_packed if pooling == "last" else mean_pool_packed)(decoder.forward(batch), batch,
                                                                                       len(group))
         parts.append((finish(pooled) if finish else pooled).float())
-    if not parts:
-        return np.zeros((0, 0), dtype=np.float32)
-    order = torch.as_tensor([i for g in groups for i in g], device=parts[0].device)
-    out = torch.empty((len(rows), parts[0].shape[1]), dtype=torch.float32, device=parts[0].device)
-    out[order] = torch.cat(parts)
-    return out.cpu().numpy()
+    return in_input_order(parts, groups, len(rows))
 
 
 @torch.inference_mode()

@@ -13,16 +13,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from harness.neural.batching import token_budget_batches
-
-
-def _right_padded(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    for i, r in enumerate(rows):
-        ids[i, :len(r)] = torch.as_tensor(r, dtype=torch.long)
-    lengths = torch.as_tensor([len(r) for r in rows], dtype=torch.long)
-    return ids.to(device, non_blocking=True), lengths.to(device, non_blocking=True)
+from harness.neural.batching import right_padded, token_budget_batches
 
 
 @torch.inference_mode()
@@ -43,7 +34,8 @@ def score_continuations(backbone: torch.nn.Module, head: Callable[[torch.Tensor]
     out: list[np.ndarray | None] = [None] * len(continuations)
     # each row's attention also reads the prefix: count it in the budget so memory stays flat
     for batch in token_budget_batches([len(c) + offset for c in continuations], max_tokens, max_batch):
-        ids, lengths = _right_padded([continuations[i] for i in batch], pad_id, device)
+        ids, mask = right_padded([continuations[i] for i in batch], pad_id)
+        ids, lengths = ids.to(device), mask.sum(1).to(device)
         positions = torch.arange(offset, offset + ids.shape[1], device=device).expand(ids.shape[0], -1)
         hidden = backbone(input_ids=ids, position_ids=positions, aa_prefix=captured, use_cache=False).last_hidden_state
         last = hidden[torch.arange(ids.shape[0], device=device), lengths - 1]
