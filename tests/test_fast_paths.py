@@ -149,3 +149,15 @@ def test_compressed_index_recall_on_clustered_vectors():
     approx = index_search(build_index(cands, "IVF64,PQ8"), queries, ids, 10, nprobe=8)
     recall = np.mean([len({int(c[1:]) for c, _ in row} & set(r)) / 10 for row, r in zip(approx, exact.tolist())])
     assert 0.2 < recall < 1.0  # compressed: approximate, but far from random (10 / 4000)
+
+
+def test_fusing_holds_no_second_copy_of_the_weights():
+    from harness.neural.fused_decoder import FusedDecoder
+
+    model = _model("tiny-qwen3")
+    count = sum(p.numel() for p in model.parameters())
+    decoder = FusedDecoder(model)
+    attn, mlp = model.layers[0].self_attn, model.layers[0].mlp
+    assert attn.q_proj.weight.data_ptr() == decoder.layers[0]["w_qkv"].data_ptr()
+    assert mlp.gate_proj.weight.data_ptr() == decoder.layers[0]["w_gu"].data_ptr()
+    assert sum(p.numel() for p in model.parameters()) == count

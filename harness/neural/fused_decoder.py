@@ -10,8 +10,9 @@ compiled by torch.compile, and all tokens of a batch go through the products as 
 - Padded: length-sorted rows padded on the right to the longest; causal SDPA (cuDNN's
   kernel where available) with no mask, exact because no real token sees the padding
   after it. The packers sort rows by length, so little is padded.
-The weights are the model's own (the fused matrices are copies); the function is the
-model's: tests compare it with the Hugging Face forward.
+The weights are the model's own: its q/k/v and gate/up parameters become views into the
+fused matrices, so nothing is held twice. The function is the model's: tests compare it with
+the Hugging Face forward.
 
 A shared prefix (a reranker's query) is run once; its per-layer keys and values are then
 gathered in front of every continuation's keys, and the continuations attend to them
@@ -212,6 +213,19 @@ def _varlen_attention(q, k, v, cu_q, cu_k, max_q, max_k, scale):
     return out
 
 
+def _fuse(linears: Sequence[torch.nn.Linear], name: str = "weight") -> torch.Tensor:
+    """One tensor holding the linears' `name` parameters stacked by output row; the modules' own
+    parameters become views into it, so fusing costs no extra memory and the Hugging Face
+    forward still reads the same values."""
+    fused = torch.cat([getattr(lin, name).detach() for lin in linears])
+    start = 0
+    for lin in linears:
+        rows = getattr(lin, name).shape[0]
+        setattr(lin, name, torch.nn.Parameter(fused[start:start + rows], requires_grad=False))
+        start += rows
+    return fused
+
+
 class FusedDecoder:
     """The forward of a Llama-family `AutoModel` over packed sequences; see the module docstring."""
 
@@ -234,13 +248,13 @@ class FusedDecoder:
             biases = [p.bias for p in (a.q_proj, a.k_proj, a.v_proj)]
             self.layers.append({
                 "in_norm": layer.input_layernorm.weight,
-                "w_qkv": torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight]).detach(),
-                "b_qkv": torch.cat(biases).detach() if biases[0] is not None else None,
+                "w_qkv": _fuse([a.q_proj, a.k_proj, a.v_proj]),
+                "b_qkv": _fuse([a.q_proj, a.k_proj, a.v_proj], "bias") if biases[0] is not None else None,
                 "q_norm": a.q_norm.weight if hasattr(a, "q_norm") else None,
                 "k_norm": a.k_norm.weight if hasattr(a, "k_norm") else None,
                 "w_o": a.o_proj.weight,
                 "post_norm": layer.post_attention_layernorm.weight,
-                "w_gu": torch.cat([m.gate_proj.weight, m.up_proj.weight]).detach(),
+                "w_gu": _fuse([m.gate_proj, m.up_proj]),
                 "w_down": m.down_proj.weight,
             })
         device = next(model.parameters()).device
