@@ -161,3 +161,20 @@ def test_fusing_holds_no_second_copy_of_the_weights():
     assert attn.q_proj.weight.data_ptr() == decoder.layers[0]["w_qkv"].data_ptr()
     assert mlp.gate_proj.weight.data_ptr() == decoder.layers[0]["w_gu"].data_ptr()
     assert sum(p.numel() for p in model.parameters()) == count
+
+
+def test_bench_reads_real_texts_through_a_tokenizer(tiny_qwen3_dir, tmp_path):
+    from harness.bench.workload import text_rows
+    from harness.demo import demo_documents
+    from harness.errors import HarnessError
+    from tests.conftest import write_jsonl
+
+    docs = [{"documentID": d.documentID, "authorIDs": list(d.authorIDs), "fullText": d.fullText, "genre": d.genre}
+            for d in demo_documents()[:12]]
+    path = write_jsonl(tmp_path / "texts.jsonl", docs)
+    rows = text_rows([path], str(tiny_qwen3_dir), 5, skip=2, max_tokens=40)
+    assert len(rows) == 5 and all(0 < len(r) <= 40 for r in rows)
+    with pytest.raises(HarnessError, match="outside this architecture's vocabulary"):
+        text_rows([path], str(tiny_qwen3_dir), 5, vocab=3)
+    with pytest.raises(HarnessError, match="12 documents after the first 0, 20 needed"):
+        text_rows([path], str(tiny_qwen3_dir), 20)

@@ -22,6 +22,10 @@ def add_parser(sub) -> None:
         p.add_argument("--max-tokens", type=int, default=65536, help="token budget of a harness batch")
         p.add_argument("--naive-batch", type=int, default=32)
         p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--texts", nargs="+", type=Path,
+                       help="canonical JSONL(.gz) files whose texts are the inputs (else random token ids)")
+        p.add_argument("--tokenizer", default=str(Path(".cache/models/qwen3-tokenizer")),
+                       help="tokenizer for --texts: hub id or folder (default: the fetched Qwen3 tokenizer)")
         p.add_argument("--out", type=Path, help="result JSON (default: benchmarks/results/<kind>-<arch>-<device>.json)")
         p.add_argument("--no-save", action="store_true", help="print only")
 
@@ -94,7 +98,12 @@ def cmd_encode(args) -> int:
         return _encode_sharded(args)
     device = pick_device(args.device)
     model = _model(args, device)
-    rows = random_rows(args.docs, *args.lengths, model.config.vocab_size, args.seed)
+    if args.texts:
+        from harness.bench.workload import text_rows
+
+        rows = text_rows(args.texts, args.tokenizer, args.docs, vocab=model.config.vocab_size)
+    else:
+        rows = random_rows(args.docs, *args.lengths, model.config.vocab_size, args.seed)
     _log(f"encode {args.arch} on {device}: {args.docs} documents, {sum(map(len, rows)):,} tokens, lengths {args.lengths}")
     from harness.bench.encode import bench_encode
 
@@ -157,8 +166,15 @@ def cmd_rerank(args) -> int:
     device = pick_device(args.device)
     model = _model(args, device)
     vocab = model.config.vocab_size
-    queries = random_rows(args.queries, *args.query_lengths, vocab, args.seed)
-    cands = [random_rows(args.candidates, *args.lengths, vocab, args.seed + 1 + i) for i in range(args.queries)]
+    if args.texts:
+        from harness.bench.workload import text_rows
+
+        queries = text_rows(args.texts, args.tokenizer, args.queries, vocab=vocab)
+        pool = text_rows(args.texts, args.tokenizer, args.queries * args.candidates, skip=args.queries, vocab=vocab)
+        cands = [pool[i * args.candidates:(i + 1) * args.candidates] for i in range(args.queries)]
+    else:
+        queries = random_rows(args.queries, *args.query_lengths, vocab, args.seed)
+        cands = [random_rows(args.candidates, *args.lengths, vocab, args.seed + 1 + i) for i in range(args.queries)]
     _log(f"rerank {args.arch} on {device}: {args.queries} queries x {args.candidates} candidates")
     figures = bench_rerank(model, queries, cands, device, max_tokens=args.max_tokens, naive_batch=args.naive_batch,
                            seed=args.seed, log=_log)
