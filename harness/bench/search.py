@@ -15,6 +15,7 @@ import numpy as np
 
 def clustered_vectors(n: int, dim: int, seed: int, *, clusters: int = 1024, spread: float = 0.6) -> np.ndarray:
     rng = np.random.default_rng(seed)
+    # fixed centres whatever the seed: candidates and queries are drawn around the same clusters
     centres = np.random.default_rng(12345).standard_normal((clusters, dim)).astype(np.float32)
     out = np.empty((n, dim), dtype=np.float32)
     for start in range(0, n, 1 << 17):

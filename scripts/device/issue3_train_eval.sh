@@ -4,13 +4,9 @@
 # models and their untrained backbones on pan19-en at the four seeds.
 # Needs in /root/stash: minilm.tar, smol.part0*; in the tree: .stage/corpora, .stage/train2, .whl (gguf).
 set -uo pipefail
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
 cd /root/stash && mkdir -p models && tar xf minilm.tar -C models && cat smol.part0* > smol.tar && tar xf smol.tar -C models && cd - >/dev/null
-export PYTHONPATH=$PWD:/tmp/site AA_HARNESS_MODEL_DIR=/root/stash/models AA_HARNESS_CORPORA=$PWD/.stage/corpora \
-       AA_HARNESS_CACHE=/root/stash/cache AA_HARNESS_DISABLE_PLUGIN_AUTOLOAD=1 PYTHONUNBUFFERED=1
-TRAIN=.stage/train2/blogs-train.curated.jsonl.gz
+. scripts/device/staged_env.sh
 MINI=sentence-transformers/all-MiniLM-L6-v2
-SMOL=HuggingFaceTB/SmolLM2-135M-Instruct
 quiet() { grep -v "Batches\|Loading weights\|Converting and de-quantizing\|encoding:"; }
 h() { python3 -m harness "$@" 2>&1 | quiet; }
 nvidia-smi --query-gpu=name --format=csv,noheader

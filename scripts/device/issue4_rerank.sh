@@ -5,15 +5,11 @@
 # usage: issue4_rerank.sh STRATEGY [STRATEGY ...]   (extra --set flags in $RERANK_SET, e.g. author_fraction=1.0)
 # Needs in /root/stash: smol.part0*; in the tree: .stage/corpora, .stage/train2, .stage/neighbours, .whl (gguf).
 set -uo pipefail
-if [ ! -d /tmp/site/gguf ]; then python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl; fi
 if [ ! -d /root/stash/models/SmolLM2-135M-Instruct ]; then
   cd /root/stash && mkdir -p models && cat smol.part0* > smol.tar && tar xf smol.tar -C models && cd - >/dev/null
 fi
 mkdir -p /root/stash/cache/neighbours && cp .stage/neighbours/*.npz /root/stash/cache/neighbours/ 2>/dev/null
-export PYTHONPATH=$PWD:/tmp/site AA_HARNESS_MODEL_DIR=/root/stash/models AA_HARNESS_CORPORA=$PWD/.stage/corpora \
-       AA_HARNESS_CACHE=/root/stash/cache AA_HARNESS_DISABLE_PLUGIN_AUTOLOAD=1 PYTHONUNBUFFERED=1
-TRAIN=.stage/train2/blogs-train.curated.jsonl.gz
-SMOL=HuggingFaceTB/SmolLM2-135M-Instruct
+. scripts/device/staged_env.sh
 FIRST=${FIRST_STAGE:-sadiri-v2-smollm2}
 TAG=${RERANK_TAG:-}
 quiet() { grep -v "Batches\|Loading weights\|Converting and de-quantizing\|reranking:"; }
