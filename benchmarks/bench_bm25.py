@@ -39,7 +39,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args()
 
-    from harness.documents import Document
+    from harness.data.documents import Document
     from harness.provenance import device_name
     from plugins.bm25.config import BM25Config
     from plugins.bm25.system import BM25System

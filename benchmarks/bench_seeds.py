@@ -17,8 +17,8 @@ from pathlib import Path
 
 
 def timed_run(system: str, collection: str, seeds: list[int], overrides: dict) -> float:
-    from harness.jobs import RunJob, run_job
     from harness.plugins import load_registry
+    from harness.runs.run_job import RunJob, run_job
 
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["AA_HARNESS_CACHE"] = str(Path(tmp) / "cache")
@@ -30,7 +30,7 @@ def timed_run(system: str, collection: str, seeds: list[int], overrides: dict) -
 
 def main() -> None:
     from harness.config import parse_set_args
-    from harness.splits import SEEDS
+    from harness.evaluation.splits import SEEDS
 
     p = argparse.ArgumentParser()
     p.add_argument("--system", default="sbert")
@@ -43,9 +43,9 @@ def main() -> None:
     four = timed_run(args.system, args.collection, list(SEEDS), overrides)
     ratio = four / one
     print(f"{args.system} on {args.collection}: one seed {one:.1f} s, four seeds {four:.1f} s ({ratio:.2f}x)")
-    from harness.bench.results import write_result
-    from harness.bench.timing import device_facts
     from harness.neural.device import pick_device
+    from harness.neural.fast.bench.results import write_result
+    from harness.neural.fast.bench.timing import device_facts
 
     write_result("seeds", f"{args.system}-{args.collection}", device_facts(pick_device(overrides.get("device", "auto"))),
                  {"system": args.system, "collection": args.collection, "set": args.set},

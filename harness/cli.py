@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.splits import DEFAULT_AUTHOR_FRACTION, SEEDS
+from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, SEEDS
 
 
 def _registry():
@@ -34,8 +34,13 @@ def cmd_collections(args) -> int:
 
 
 def cmd_split(args) -> int:
-    from harness.jobs import open_collection
-    from harness.splits import build_split, counts_table, get_split, write_manifest
+    from harness.evaluation.splits import (
+        build_split,
+        counts_table,
+        get_split,
+        write_manifest,
+    )
+    from harness.runs.run_job import open_collection
 
     reg = _registry()
     collection = open_collection(reg, args.collection, data_dir=args.data_dir, background=args.background)
@@ -54,7 +59,7 @@ def cmd_split(args) -> int:
 
 def cmd_run(args) -> int:
     from harness.config import parse_set_args
-    from harness.jobs import RunJob, run_job
+    from harness.runs.run_job import RunJob, run_job
 
     overrides = parse_set_args(args.set)
     if args.model:
@@ -69,7 +74,7 @@ def cmd_run(args) -> int:
 
 def cmd_rerank(args) -> int:
     from harness.config import parse_set_args
-    from harness.rerank_job import RerankJob, rerank_job
+    from harness.runs.rerank_job import RerankJob, rerank_job
 
     overrides = parse_set_args(args.set)
     if args.model:
@@ -84,7 +89,7 @@ def cmd_rerank(args) -> int:
 
 def cmd_train(args) -> int:
     from harness.config import parse_set_args
-    from harness.training_job import train_job
+    from harness.runs.train_job import train_job
 
     out = train_job(_registry(), args.system, args.train, args.out, parse_set_args(args.set))
     print(f"trained model: {out}")
@@ -92,12 +97,16 @@ def cmd_train(args) -> int:
 
 
 def cmd_curate(args) -> int:
-    from harness.curation import CurationSettings, curate
+    from harness.data.curation import CurationSettings, curate
 
     settings = CurationSettings(min_words=args.min_words, min_docs=args.min_docs, max_docs=args.max_docs,
                                 max_cosine=args.max_cosine, sbert_model=args.sbert_model, ner=args.ner,
                                 device=args.device)
-    report = curate(args.input, args.out, settings)
+    from harness.runs.systems import text_embedder
+
+    embed = text_embedder(_registry(), settings.embedder, {"model": settings.sbert_model, "device": settings.device,
+                                                           "batch_size": settings.batch_size})
+    report = curate(args.input, args.out, settings, embed=embed)
     for step in report["steps"]:
         print(f"{step['step']:>12}: removed {step['removed_documents']:>6} documents, {step['removed_authors']:>5} authors; "
               f"{step['documents']:>6} documents by {step['authors']:>5} authors remain")
@@ -105,7 +114,7 @@ def cmd_curate(args) -> int:
 
 
 def cmd_leaderboard(args) -> int:
-    from harness.leaderboard import write_leaderboards
+    from harness.reports.leaderboard import write_leaderboards
 
     written = write_leaderboards(args.runs_dir, args.out, plots=not args.no_plots)
     for p in written:
@@ -178,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--device", default="auto")
     sp.set_defaults(fn=cmd_curate)
 
-    from harness.bench.cli import add_parser as add_bench_parser
+    from harness.neural.fast.bench.cli import add_parser as add_bench_parser
 
     add_bench_parser(sub)
 

@@ -18,7 +18,7 @@ from harness.errors import HarnessError, UnknownNameError
 from harness.specs import CollectionSpec, SystemSpec
 
 DEFAULT_PLUGINS = (
-    "harness.builtin_collections",
+    "harness.data.builtin",
     "plugins.bm25",
     "plugins.char_ngram",
     "plugins.sbert",

@@ -13,8 +13,8 @@ from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from harness.documents import Document
-from harness.ranking import exact_search
+from harness.data.documents import Document
+from harness.evaluation.ranking import top_k_inner_product
 
 Rankings = dict[str, list[tuple[str, float]]]
 
@@ -43,7 +43,7 @@ class DenseRanker:
     def rank(self, queries: Sequence[Document], candidates: Sequence[Document], k: int) -> Rankings:
         cand = np.asarray(self.encoder.encode(candidates), dtype=np.float32)
         qv = np.asarray(self.encoder.encode(queries), dtype=np.float32)
-        ranked = exact_search(qv, cand, [d.documentID for d in candidates], k)
+        ranked = top_k_inner_product(qv, cand, [d.documentID for d in candidates], k)
         return {q.documentID: r for q, r in zip(queries, ranked)}
 
 

@@ -7,17 +7,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from harness.bench.archs import build_model  # noqa: E402
-from harness.bench.encode import harness_encoder  # noqa: E402
-from harness.bench.workload import random_rows  # noqa: E402
 from harness.neural.distributed import world  # noqa: E402
 from harness.neural.encoder import embed_features  # noqa: E402
+from harness.neural.fast.bench.archs import build_model  # noqa: E402
+from harness.neural.fast.bench.encode import harness_encoder  # noqa: E402
+from harness.neural.fast.bench.workload import random_rows  # noqa: E402
 from harness.neural.sharded import embed_sharded  # noqa: E402
 
 rank, size, _ = world()
 enc = harness_encoder(build_model("tiny-qwen3", "cpu", torch.float32, seed=0))
 rows = random_rows(23, 2, 50, 512, seed=5)
-sharded = embed_sharded(enc, rows, torch.device("cpu"), max_tokens=300)
+sharded = embed_sharded(enc, rows, torch.device("cpu"), embed=embed_features, max_tokens=300)
 if rank == 0:
     single = embed_features(enc, rows, torch.device("cpu"), max_tokens=300)
     np.savez(sys.argv[1], sharded=sharded, single=single)

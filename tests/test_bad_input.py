@@ -4,7 +4,7 @@ import gzip
 import pytest
 
 from harness.cli import main
-from harness.collection import load_collection
+from harness.data.collection import load_collection
 from harness.errors import DataError, UnknownNameError
 from harness.plugins import load_registry
 from tests.conftest import doc, write_jsonl

@@ -3,7 +3,7 @@ import random
 import numpy as np
 import pytest
 
-from harness.demo import demo_documents
+from harness.data.demo import demo_documents
 from plugins.bm25.config import BM25Config
 from plugins.bm25.index import BM25Index
 from plugins.bm25.system import BM25System
@@ -37,7 +37,7 @@ def test_tokenizer_lowercases_and_drops_punctuation():
 
 
 def test_system_ranks_exact_duplicate_first():
-    from harness.documents import Document
+    from harness.data.documents import Document
 
     cands = [Document(f"c{i}", ("a",), t, "g") for i, t in enumerate(["red fox jumps", "blue whale swims", "green frog sits"])]
     q = Document("q", ("b",), "the blue whale", "h")

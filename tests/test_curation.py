@@ -5,9 +5,15 @@ import json
 import numpy as np
 import pytest
 
-from harness.anonymize import anonymize, replace_patterns
-from harness.curation import CurationSettings, curate, keep_author_counts, keep_dissimilar_pairs, keep_long
-from harness.documents import Document
+from harness.data.anonymize import anonymize, replace_patterns
+from harness.data.curation import (
+    CurationSettings,
+    curate,
+    keep_author_counts,
+    keep_dissimilar_pairs,
+    keep_long,
+)
+from harness.data.documents import Document
 from tests.conftest import write_jsonl
 
 

@@ -2,9 +2,9 @@
 CPU results are exactly what the code computes now."""
 import pytest
 
-from harness.jobs import RunJob, run_job
 from harness.plugins import load_registry
-from harness.results import read_result
+from harness.runs.results import read_result
+from harness.runs.run_job import RunJob, run_job
 from tests.conftest import ROOT
 
 

@@ -9,20 +9,20 @@ pytest.importorskip("transformers")
 
 
 def _model(arch, seed=0):
-    from harness.bench.archs import build_model
+    from harness.neural.fast.bench.archs import build_model
 
     return build_model(arch, "cpu", torch.float32, seed=seed)
 
 
 def _rows(n, lo, hi, seed=0, vocab=512):
-    from harness.bench.workload import random_rows
+    from harness.neural.fast.bench.workload import random_rows
 
     return random_rows(n, lo, hi, vocab, seed)
 
 
 @pytest.mark.parametrize("arch", ["tiny-qwen3", "tiny-mistral"])
 def test_mask_free_attention_on_right_padding_equals_each_row_alone(arch):
-    from harness.neural import causal_attention
+    from harness.neural.fast import causal_attention
 
     ref, fast = _model(arch), _model(arch)
     assert causal_attention.enable(fast) and not causal_attention.is_enabled(ref)
@@ -39,7 +39,7 @@ def test_mask_free_attention_on_right_padding_equals_each_row_alone(arch):
 
 
 def test_harness_encoding_equals_naive_hf_encoding():
-    from harness.bench.encode import bench_encode
+    from harness.neural.fast.bench.encode import bench_encode
 
     model = _model("tiny-qwen3")
     figures = bench_encode(model, _rows(48, 5, 120, seed=2), torch.device("cpu"), max_tokens=1024, naive_batch=8,
@@ -52,7 +52,7 @@ def test_harness_encoding_equals_naive_hf_encoding():
 
 @pytest.mark.parametrize("arch", ["tiny-qwen3", "tiny-mistral"])
 def test_prefix_reuse_scores_equal_concatenated_pairs(arch):
-    from harness.bench.rerank import bench_rerank
+    from harness.neural.fast.bench.rerank import bench_rerank
 
     model = _model(arch)
     queries = _rows(2, 10, 40, seed=3)
@@ -66,7 +66,7 @@ def test_prefix_reuse_scores_equal_concatenated_pairs(arch):
 
 
 def test_bidirectional_encoders_keep_their_attention(tiny_bert_dir):
-    from harness.neural import causal_attention
+    from harness.neural.fast import causal_attention
     from harness.neural.hf import load_backbone
 
     bert, _, _ = load_backbone(str(tiny_bert_dir))
@@ -76,7 +76,7 @@ def test_bidirectional_encoders_keep_their_attention(tiny_bert_dir):
 def test_sliding_window_longer_than_window_is_refused():
     from transformers import MistralConfig, MistralModel
 
-    from harness.neural import causal_attention
+    from harness.neural.fast import causal_attention
 
     torch.manual_seed(0)
     model = MistralModel(MistralConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
@@ -89,7 +89,7 @@ def test_sliding_window_longer_than_window_is_refused():
 
 
 def test_retriever_system_fast_and_plain_encodings_agree(tiny_qwen3_dir, isolated_cache):
-    from harness.demo import demo_documents
+    from harness.data.demo import demo_documents
     from plugins.sadiri_v2.config import RetrieverConfig
     from plugins.sadiri_v2.retriever import RetrieverSystem
 
@@ -136,8 +136,8 @@ def test_exact_search_keeps_the_tie_rule_when_ties_reach_past_the_fetched_scores
 
 def test_compressed_index_recall_on_clustered_vectors():
     pytest.importorskip("faiss")
-    from harness.bench.search import clustered_vectors, exact_topk_indices
-    from harness.neural.ann import build_index, index_search
+    from harness.neural.fast.bench.search import clustered_vectors, exact_topk_indices
+    from harness.neural.fast.compressed_search import build_index, index_search
 
     cands = clustered_vectors(4000, 32, seed=0, clusters=32)
     queries = clustered_vectors(50, 32, seed=1, clusters=32)
@@ -152,7 +152,7 @@ def test_compressed_index_recall_on_clustered_vectors():
 
 
 def test_fusing_holds_no_second_copy_of_the_weights():
-    from harness.neural.fused_decoder import FusedDecoder
+    from harness.neural.fast.fused_decoder import FusedDecoder
 
     model = _model("tiny-qwen3")
     count = sum(p.numel() for p in model.parameters())
@@ -164,9 +164,9 @@ def test_fusing_holds_no_second_copy_of_the_weights():
 
 
 def test_bench_reads_real_texts_through_a_tokenizer(tiny_qwen3_dir, tmp_path):
-    from harness.bench.workload import text_rows
-    from harness.demo import demo_documents
+    from harness.data.demo import demo_documents
     from harness.errors import HarnessError
+    from harness.neural.fast.bench.workload import text_rows
     from tests.conftest import write_jsonl
 
     docs = [{"documentID": d.documentID, "authorIDs": list(d.authorIDs), "fullText": d.fullText, "genre": d.genre}

@@ -1,9 +1,9 @@
 """HIATUS TA1 sample folders read as shipped (a synthetic folder in the released layout)."""
 import pytest
 
+from harness.data.hiatus import find_ta1_folders, ta1_collection
 from harness.errors import DataError
-from harness.hiatus import find_ta1_folders, ta1_collection
-from harness.splits import build_split
+from harness.evaluation.splits import build_split
 from tests.conftest import write_jsonl
 
 

@@ -1,4 +1,4 @@
-from harness.leaderboard import write_leaderboards
+from harness.reports.leaderboard import write_leaderboards
 from tests.conftest import ROOT
 
 
@@ -18,7 +18,7 @@ def test_plots_are_written_for_each_collection(tmp_path):
 
 
 def test_main_table_has_every_run():
-    from harness.results import iter_results
+    from harness.runs.results import iter_results
 
     main = (ROOT / "leaderboards" / "main.md").read_text(encoding="utf-8")
     for _, res in iter_results(ROOT / "leaderboards" / "runs"):
@@ -29,8 +29,8 @@ def test_performance_page_renders_each_benchmark_kind(tmp_path):
     """A bench result written by the bench code renders with its figures and source."""
     import json
 
-    from harness.bench.results import write_result
-    from harness.performance_report import performance_page
+    from harness.neural.fast.bench.results import write_result
+    from harness.reports.performance import performance_page
 
     facts = {"device_name": "Test Card", "torch": "x"}
     entry = {"seconds": 1.0, "tokens_per_s": 1000.0, "documents_per_s": 3.0, "tflops": 1.5, "max_tokens": 4096,

@@ -4,8 +4,17 @@ import random
 import numpy as np
 import pytest
 
-from harness.metrics import (bootstrap_ci, evaluate, first_needle_rank, headline, mean_sd, mrr_at, order,
-                             success_at, success_curve)
+from harness.evaluation.metrics import (
+    bootstrap_ci,
+    evaluate,
+    first_needle_rank,
+    headline,
+    mean_sd,
+    mrr_at,
+    order,
+    success_at,
+    success_curve,
+)
 
 
 def test_tie_rule_score_desc_then_id_asc():

@@ -6,7 +6,7 @@ import pytest
 pytest.importorskip("torch")
 
 from harness.cli import main  # noqa: E402
-from harness.results import read_result  # noqa: E402
+from harness.runs.results import read_result  # noqa: E402
 from tests.conftest import ROOT, write_jsonl  # noqa: E402
 
 pytestmark = pytest.mark.slow

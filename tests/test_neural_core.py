@@ -6,12 +6,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness.metrics import order  # noqa: E402
+from harness.evaluation.metrics import order  # noqa: E402
 from harness.neural.batching import token_budget_batches  # noqa: E402
 from harness.neural.hard_negatives import hard_negative_batches, random_batches  # noqa: E402
 from harness.neural.kmeans import spherical_kmeans  # noqa: E402
 from harness.neural.losses import supcon_loss  # noqa: E402
-from harness.neural.search import exact_search  # noqa: E402
+from harness.neural.search import top_k_by_backend  # noqa: E402
 
 
 def test_token_budget_batches_cover_everything_within_budget():
@@ -100,6 +100,6 @@ def test_exact_search_applies_the_tie_rule(backend):
     cands = rng.integers(-2, 3, size=(300, 4)).astype(np.float32)  # many exact ties
     queries = rng.integers(-2, 3, size=(12, 4)).astype(np.float32)
     ids = [f"c{i:03d}" for i in rng.permutation(300)]
-    got = exact_search(queries, cands, ids, 10, backend=backend)
+    got = top_k_by_backend(queries, cands, ids, 10, backend=backend)
     for q, ranked in zip(queries, got):
         assert [c for c, _ in ranked] == order(zip(ids, (cands @ q).tolist()))[:10]

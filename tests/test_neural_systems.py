@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
-from harness.demo import demo_documents  # noqa: E402
+from harness.data.demo import demo_documents  # noqa: E402
 from harness.neural.training import losses  # noqa: E402
 
 pytestmark = pytest.mark.slow

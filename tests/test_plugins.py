@@ -5,9 +5,9 @@ import textwrap
 import pytest
 
 from harness import hookspecs
-from harness.jobs import RunJob, run_job
 from harness.plugins import load_registry, plugin_manager
-from harness.results import read_result
+from harness.runs.results import read_result
+from harness.runs.run_job import RunJob, run_job
 from tests.conftest import ROOT
 
 
@@ -18,7 +18,7 @@ def test_builtin_systems_and_collections_are_registered():
 
 
 def test_listing_and_metrics_import_no_torch():
-    code = ("import sys; from harness.plugins import load_registry; import harness.metrics, harness.leaderboard; "
+    code = ("import sys; from harness.plugins import load_registry; import harness.evaluation.metrics, harness.reports.leaderboard; "
             "load_registry(); from harness.cli import main; main(['systems']); "
             "bad = [m for m in ('torch', 'transformers', 'sentence_transformers', 'sklearn') if m in sys.modules]; "
             "assert not bad, bad")
@@ -50,7 +50,7 @@ EXTERNAL = textwrap.dedent('''
     """An external plugin package, installed through the aa_harness entry-point group."""
     from dataclasses import dataclass
 
-    from harness.collection import load_collection
+    from harness.data.collection import load_collection
     from harness.hookspecs import hookimpl
     from harness.specs import CollectionSpec, SystemSpec
 

@@ -1,7 +1,7 @@
 import numpy as np
 
-from harness.metrics import order
-from harness.ranking import exact_search, top_k
+from harness.evaluation.metrics import order
+from harness.evaluation.ranking import top_k, top_k_inner_product
 
 
 def test_top_k_agrees_with_full_sort_under_heavy_ties():
@@ -22,6 +22,6 @@ def test_exact_search_blocks_match_one_shot():
     rng = np.random.default_rng(1)
     q, c = rng.normal(size=(10, 8)).astype(np.float32), rng.normal(size=(50, 8)).astype(np.float32)
     ids = [f"c{i}" for i in range(50)]
-    blocked, whole = exact_search(q, c, ids, 5, block=3), top_k(q @ c.T, ids, 5)
+    blocked, whole = top_k_inner_product(q, c, ids, 5, block=3), top_k(q @ c.T, ids, 5)
     assert [[i for i, _ in r] for r in blocked] == [[i for i, _ in r] for r in whole]
     assert np.allclose([[s for _, s in r] for r in blocked], [[s for _, s in r] for r in whole], rtol=1e-5)

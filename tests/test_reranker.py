@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 
 from plugins.sadiri_v2.config import RerankerConfig, parse_strategy, strategy_label
-from plugins.sadiri_v2.negatives import cached_neighbours, draw_negatives, nearest_other_author, split_counts
+from plugins.sadiri_v2.negatives import (
+    cached_neighbours,
+    draw_negatives,
+    nearest_other_author,
+    split_counts,
+)
 
 
 def _toy_space():
@@ -154,10 +159,10 @@ class LengthReranker:
 
 def test_rerank_reorders_a_first_stage_as_the_scores_say(tmp_path):
     from harness.hookspecs import hookimpl
-    from harness.jobs import RunJob, run_job
     from harness.plugins import load_registry, plugin_manager
-    from harness.rerank_job import RerankJob, rerank_job
-    from harness.results import read_rankings, read_result
+    from harness.runs.rerank_job import RerankJob, rerank_job
+    from harness.runs.results import read_rankings, read_result
+    from harness.runs.run_job import RunJob, run_job
     from harness.specs import SystemSpec
     from tests.conftest import ROOT
 
@@ -173,7 +178,7 @@ def test_rerank_reorders_a_first_stage_as_the_scores_say(tmp_path):
     out = rerank_job(reg, RerankJob(system="by-length", first_stage="bm25", **common), log=lambda *_: None)
     assert out[0].path.parent.name == "bm25+by-length"
     first, second = read_rankings(tmp_path / "demo" / "bm25" / "seed-0.json"), read_rankings(out[0].path)
-    from harness.demo import demo_collection
+    from harness.data.demo import demo_collection
 
     docs = demo_collection().documents
     for q, ranking in second.items():

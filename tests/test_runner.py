@@ -1,10 +1,10 @@
 
 import pytest
 
-from harness.jobs import RunJob, run_job
-from harness.plugins import load_registry, plugin_manager
-from harness.results import read_rankings, read_result
 from harness.hookspecs import hookimpl
+from harness.plugins import load_registry, plugin_manager
+from harness.runs.results import read_rankings, read_result
+from harness.runs.run_job import RunJob, run_job
 from harness.specs import SystemSpec
 
 REQUIRED = {"schema_version", "system", "config", "collection", "seed", "split_sha256", "metrics", "n_queries",

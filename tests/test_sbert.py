@@ -3,14 +3,14 @@ import pytest
 
 pytest.importorskip("sentence_transformers")
 
-from harness.documents import Document  # noqa: E402
+from harness.data.documents import Document  # noqa: E402
 
 
 @pytest.mark.slow
 def test_sbert_from_a_local_folder_encodes_unit_vectors_and_ranks(minilm, isolated_cache):
+    from harness.protocols import as_ranker
     from plugins.sbert.config import SBERTConfig
     from plugins.sbert.system import SBERTSystem
-    from harness.protocols import as_ranker
 
     system = SBERTSystem(SBERTConfig(model=str(minilm), batch_size=4))
     docs = [Document("a", ("x",), "The cat sat on the mat.", "g"), Document("b", ("y",), "Stock markets fell sharply.", "g"),
@@ -23,7 +23,7 @@ def test_sbert_from_a_local_folder_encodes_unit_vectors_and_ranks(minilm, isolat
 
 
 def test_model_resolution_prefers_local_copies(tmp_path, monkeypatch):
-    from harness.models import resolve_model
+    from harness.neural.models import resolve_model
 
     (tmp_path / "all-mpnet-base-v2").mkdir()
     monkeypatch.setenv("AA_HARNESS_MODEL_DIR", str(tmp_path))

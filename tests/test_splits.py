@@ -2,10 +2,17 @@ import random
 
 import pytest
 
-from harness.collection import load_collection
-from harness.demo import demo_collection
+from harness.data.collection import load_collection
+from harness.data.demo import demo_collection
 from harness.errors import DataError
-from harness.splits import SEEDS, build_split, check_split, get_split, read_manifest, write_manifest
+from harness.evaluation.splits import (
+    SEEDS,
+    build_split,
+    check_split,
+    get_split,
+    read_manifest,
+    write_manifest,
+)
 from tests.conftest import ROOT, doc, write_jsonl
 
 
@@ -67,7 +74,7 @@ def test_committed_demo_manifests_are_reproduced(demo):
 
 
 def test_committed_pan19_manifests_are_reproduced(corpora):
-    from harness.builtin_collections import pan_collection
+    from harness.data.builtin import pan_collection
 
     c = pan_collection("pan19-en", corpora)
     for seed in SEEDS:
@@ -85,7 +92,7 @@ def test_manifest_from_other_data_is_refused(tmp_path, small_collection_file):
 
 
 def test_readme_shows_the_committed_counts_table():
-    from harness.splits import counts_table
+    from harness.evaluation.splits import counts_table
 
     splits = [read_manifest(p) for p in sorted((ROOT / "splits").glob("*/seed-*.json"))]
     assert splits, "no committed manifests"

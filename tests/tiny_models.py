@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.demo import demo_documents
+from harness.data.demo import demo_documents
 
 MODELS = Path(__file__).resolve().parent.parent / ".cache" / "models"
 
@@ -18,7 +18,14 @@ def _corpus() -> list[str]:
 
 
 def wordpiece_tokenizer(folder: Path):
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import (
+        Tokenizer,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))

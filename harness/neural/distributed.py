@@ -20,6 +20,11 @@ def world() -> tuple[int, int, int]:
     return 0, 1, 0
 
 
+def world_size() -> int:
+    """Processes in the current torchrun job (1 outside one)."""
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
 def shard(items: list, rank: int, size: int) -> list:
     """Contiguous shards whose sizes differ by at most one."""
     per, extra = divmod(len(items), size)

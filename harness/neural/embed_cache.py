@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Callable
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 

@@ -100,7 +100,8 @@ class TokenBiEncoder(BiEncoder):
         self.backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
     pooling = "mean"  # or "last" (the last real token's state)
-    fused_decoder = None  # set by enable_fast_path for Llama-family decoders
+    fused_decoder = None  # set by harness.neural.fast.enable_fast_path for Llama-family decoders
+    fast_embed = None  # likewise: embeds features through the fused decoder, replacing embed_features' loop
 
     def finish(self, pooled: torch.Tensor) -> torch.Tensor:
         """What follows pooling (a projection, a head); identity here."""
@@ -113,28 +114,6 @@ class TokenBiEncoder(BiEncoder):
 
     def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         return self.finish(self.pool(self.hidden_states(input_ids, attention_mask), attention_mask))
-
-    def enable_fast_path(self, prefer: str = "packed") -> str | None:
-        """Switch this (inference-only) encoder to the fastest exact path its backbone allows.
-
-        Llama-family decoders: a FusedDecoder (fused, compiled layers) over "padded" rows
-        (length-sorted, mask-free causal attention) or "packed" ones (varlen attention); other
-        causal decoders read with right padding: "aa_causal" (the Hugging Face model with
-        mask-free causal attention); else None. `prefer` picks among those that apply. A LoRA
-        adapter is merged into the weights first."""
-        from harness.neural import causal_attention
-        from harness.neural.fused_decoder import FusedDecoder
-
-        if hasattr(self.backbone, "merge_and_unload"):
-            self.backbone = self.backbone.merge_and_unload()
-        if getattr(self.backbone, "config", None) is not None and hasattr(self.backbone.config, "use_cache"):
-            self.backbone.config.use_cache = False  # encoding never decodes: no key/value cache
-        if prefer in ("padded", "packed") and FusedDecoder.supports(self.backbone):
-            self.fused_decoder = FusedDecoder(self.backbone, layout=prefer)
-            return prefer
-        if self.padding_side == "right" and causal_attention.enable(self.backbone):
-            return "aa_causal"
-        return None
 
 
 @torch.inference_mode()
@@ -150,11 +129,8 @@ def embed_features(model: BiEncoder, features: Sequence[Any], device: torch.devi
     """
     from tqdm.auto import tqdm
 
-    if getattr(model, "fused_decoder", None) is not None:
-        from harness.neural.fused_paths import embed_fused
-
-        return embed_fused(model.fused_decoder, features, device, max_tokens=max_tokens, pooling=model.pooling,
-                            finish=model.finish)
+    if getattr(model, "fast_embed", None) is not None:
+        return model.fast_embed(features, device, max_tokens=max_tokens)
     batches = token_budget_batches([model.feature_length(f) for f in features], max_tokens, max_batch)
     pin = device.type == "cuda"
     parts: list[torch.Tensor] = []
@@ -178,12 +154,14 @@ def encode_texts(model: BiEncoder, texts: Sequence[str], device: torch.device, *
 
     Under torchrun (several processes) the texts are sharded over the ranks' devices.
     """
-    from harness.neural.sharded import embed_sharded, world_size
+    from harness.neural.distributed import world_size
 
     def encode(chunk: list[str]) -> np.ndarray:
         features = model.featurize(chunk)
         if world_size() > 1:
-            return embed_sharded(model, features, device, max_tokens=max_tokens, max_batch=max_batch)
+            from harness.neural.sharded import embed_sharded
+
+            return embed_sharded(model, features, device, embed=embed_features, max_tokens=max_tokens, max_batch=max_batch)
         return embed_features(model, features, device, max_tokens=max_tokens, max_batch=max_batch,
                               progress=progress, desc=desc)
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import torch
 
-from harness.models import resolve_model
+from harness.neural.models import resolve_model
 
 
 def _gguf_file(path: str) -> str | None:

@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from harness.ranking import top_k
+from harness.evaluation.ranking import top_k
 
 
 def _finish(scores: np.ndarray, idx: np.ndarray, ids: np.ndarray, k: int) -> list[tuple[str, float]]:
@@ -71,9 +71,9 @@ def search_faiss(queries: np.ndarray, candidates: np.ndarray, candidate_ids: Seq
     return out
 
 
-def exact_search(queries: np.ndarray, candidates: np.ndarray, candidate_ids: Sequence[str], k: int, *,
+def top_k_by_backend(queries: np.ndarray, candidates: np.ndarray, candidate_ids: Sequence[str], k: int, *,
                  backend: str = "auto", device: torch.device | None = None) -> list[list[tuple[str, float]]]:
-    """backend: "torch", "faiss", or "auto" (torch on CUDA, else faiss when installed, else torch)."""
+    """Exact inner-product top-k with the tie rule on a chosen backend: "torch", "faiss", or "auto" (torch on CUDA, else faiss when installed, else torch)."""
     if backend == "auto":
         if device is not None and device.type == "cuda":
             backend = "torch"

@@ -6,25 +6,21 @@ vectors back in input order on every rank.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
-from harness.neural.encoder import BiEncoder, embed_features
 
-
-def world_size() -> int:
-    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
-
-
-def embed_sharded(model: BiEncoder, features: Sequence[Any], device: torch.device, *, max_tokens: int = 65536,
-                  max_batch: int = 512) -> np.ndarray:
+def embed_sharded(model: Any, features: Sequence[Any], device: torch.device, *, embed: Callable[..., np.ndarray],
+                  max_tokens: int = 65536, max_batch: int = 512) -> np.ndarray:
+    """`embed(model, features, device, max_tokens=, max_batch=)` is the single-device path
+    (`harness.neural.encoder.embed_features`); it is passed in so this layer imports nothing above it."""
     rank, size = dist.get_rank(), dist.get_world_size()
     order = sorted(range(len(features)), key=lambda i: (-model.feature_length(features[i]), i))
     shares = [order[r::size] for r in range(size)]
-    mine = embed_features(model, [features[i] for i in shares[rank]], device, max_tokens=max_tokens, max_batch=max_batch)
+    mine = embed(model, [features[i] for i in shares[rank]], device, max_tokens=max_tokens, max_batch=max_batch)
     comm = device if dist.get_backend() == "nccl" else torch.device("cpu")
     dim = torch.tensor([mine.shape[1] if len(shares[rank]) else 0], device=comm)
     dist.all_reduce(dim, op=dist.ReduceOp.MAX)

@@ -7,12 +7,12 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from harness.documents import Document
-from harness.recipe import ContrastiveTraining
+from harness.data.documents import Document
 from harness.neural.device import device_label, pick_device
 from harness.neural.distributed import is_main
 from harness.neural.embed_cache import EmbeddingCache, default_cache_root, model_key
 from harness.neural.encoder import BiEncoder, encode_texts
+from harness.neural.recipe import ContrastiveTraining
 from harness.neural.training import authors_from_documents, train_contrastive
 
 
@@ -25,8 +25,12 @@ class EncoderSystem:
         self.model = model.to(self.device).eval()
         if self.device.type == "cuda":
             self.model.to(torch.bfloat16)
-        enable = getattr(self.model, "enable_fast_path", None)
-        self.fast_path = enable() if recipe.fast_path and enable is not None else None
+        if recipe.fast_path:
+            from harness.neural.fast.enable import enable_fast_path
+
+            self.fast_path = enable_fast_path(self.model)
+        else:
+            self.fast_path = None
         self.max_tokens = recipe.encode_max_tokens
         self.search_index, self.search_nprobe = recipe.search_index, recipe.search_nprobe
         self.identity = model.identity()
@@ -42,15 +46,15 @@ class EncoderSystem:
         return vecs
 
     def rank(self, queries: Sequence[Document], candidates: Sequence[Document], k: int):
-        from harness.neural.search import exact_search
+        from harness.neural.search import top_k_by_backend
 
         cand = self.encode(candidates)
         qv = self.encode(queries)
         ids = [d.documentID for d in candidates]
         if self.search_index == "exact":
-            ranked = exact_search(qv, cand, ids, k, device=self.device)
+            ranked = top_k_by_backend(qv, cand, ids, k, device=self.device)
         else:
-            from harness.neural.ann import build_index, index_search
+            from harness.neural.fast.compressed_search import build_index, index_search
 
             ranked = index_search(build_index(cand, self.search_index), qv, ids, k, nprobe=self.search_nprobe)
         return {q.documentID: r for q, r in zip(queries, ranked)}

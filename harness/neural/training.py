@@ -24,13 +24,13 @@ from tqdm.auto import tqdm
 
 from harness.atomic import atomic_write_text
 from harness.errors import HarnessError
-from harness.recipe import ContrastiveTraining
 from harness.neural import distributed as D
 from harness.neural.checkpoint import load_checkpoint, save_checkpoint
 from harness.neural.device import autocast, device_label, pick_device
 from harness.neural.encoder import BiEncoder, embed_features
 from harness.neural.hard_negatives import hard_negative_batches, random_batches
 from harness.neural.losses import supcon_loss
+from harness.neural.recipe import ContrastiveTraining
 
 
 def authors_from_documents(documents) -> dict[str, list[str]]:

@@ -4,8 +4,8 @@ from typing import Sequence
 
 import numpy as np
 
-from harness.documents import Document
-from harness.ranking import top_k
+from harness.data.documents import Document
+from harness.evaluation.ranking import top_k
 from plugins.char_ngram.config import CharNgramConfig
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.recipe import ContrastiveTraining
+from harness.neural.recipe import ContrastiveTraining
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ import torch
 
 from harness.atomic import atomic_write_text
 from harness.errors import HarnessError
-from harness.models import resolve_model, weights_fingerprint
 from harness.neural.hf import load_backbone, load_tokenizer
+from harness.neural.models import resolve_model, weights_fingerprint
 from harness.neural.system import EncoderSystem, train_system
 from plugins.luar.config import LUARConfig
 from plugins.luar.model import LUAR, released_state_dict

@@ -4,9 +4,9 @@ import json
 from pathlib import Path
 
 from harness.atomic import atomic_write_text
-from harness.models import weights_fingerprint
 from harness.neural.encoder import TokenBiEncoder
 from harness.neural.hf import load_backbone
+from harness.neural.models import weights_fingerprint
 from harness.neural.system import EncoderSystem, train_system
 from plugins.sadiri.config import SADIRIConfig
 

@@ -14,13 +14,14 @@ import numpy as np
 import torch
 
 from harness.atomic import atomic_write_text
-from harness.documents import Document
+from harness.data.documents import Document
 from harness.errors import HarnessError
-from harness.models import weights_fingerprint
 from harness.neural.checkpoint import load_checkpoint, save_checkpoint
 from harness.neural.device import autocast, device_label, pick_device
 from harness.neural.encoder import TokenBiEncoder, embed_features
+from harness.neural.fast.enable import enable_fast_path
 from harness.neural.hf import load_backbone
+from harness.neural.models import weights_fingerprint
 from plugins.sadiri_v2.config import RerankerConfig, parse_strategy
 from plugins.sadiri_v2.negatives import cached_neighbours, draw_negatives
 from plugins.sadiri_v2.retriever import _dtype, lora_config
@@ -131,7 +132,7 @@ class RerankerSystem:
             self.model.to(torch.bfloat16)
         # "padded"/"packed" (the fused decoder; prefixes always run packed) or "aa_causal" reuse the
         # query's keys and values; None scores concatenated pairs
-        self.fast_path = self.model.enable_fast_path() if config.prefix_reuse else None
+        self.fast_path = enable_fast_path(self.model) if config.prefix_reuse else None
 
     def rerank(self, queries: Sequence[Document], candidate_lists: Sequence[Sequence[Document]]) -> list[np.ndarray]:
         if self.fast_path:
@@ -140,11 +141,11 @@ class RerankerSystem:
 
     def _score_query(self, prefix: list[int], continuations: list[list[int]]) -> np.ndarray:
         if self.model.fused_decoder is not None:
-            from harness.neural.fused_paths import score_fused_continuations
+            from harness.neural.fast.fused_paths import score_fused_continuations
 
             return score_fused_continuations(self.model.fused_decoder, self.model.finish, prefix, continuations,
                                               self.device, max_tokens=self.config.score_max_tokens)
-        from harness.neural.prefix_scoring import score_continuations
+        from harness.neural.fast.prefix_scoring import score_continuations
 
         with autocast(self.device):
             return score_continuations(self.model.backbone, self.model.finish, prefix, continuations, self.device,
@@ -199,7 +200,7 @@ def _examples(documents: Sequence[Document], config: RerankerConfig, log) -> tup
     chosen = sorted(rng.sample(usable, max(1, round(config.author_fraction * len(usable)))))
     neighbours = np.zeros((len(docs), 0), dtype=np.int64)
     if set(parse_strategy(config.strategy)) & {"q", "p"}:
-        from harness.curation import sbert_embedder
+        from plugins.sbert.embedder import sbert_embedder
         from harness.neural.embed_cache import cache_root
 
         t = time.perf_counter()

@@ -9,9 +9,9 @@ import torch
 
 from harness.atomic import atomic_write_text
 from harness.errors import HarnessError
-from harness.models import weights_fingerprint
 from harness.neural.encoder import TokenBiEncoder
 from harness.neural.hf import load_backbone
+from harness.neural.models import weights_fingerprint
 from harness.neural.system import EncoderSystem, train_system
 from plugins.sadiri_v2.config import RetrieverConfig
 

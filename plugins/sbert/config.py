@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class SBERTConfig:
-    """model: hub id or local folder (see harness.models.resolve_model).
+    """model: hub id or local folder (see harness.neural.models.resolve_model).
     max_seq_length: None keeps the model's own limit (384 word pieces for all-mpnet-base-v2).
     device: "auto" picks CUDA when available. dtype: "auto" = float16 on CUDA, float32 on CPU.
     """

@@ -4,8 +4,8 @@ from typing import Sequence
 
 import numpy as np
 
-from harness.documents import Document
-from harness.models import resolve_model, weights_fingerprint
+from harness.data.documents import Document
+from harness.neural.models import resolve_model, weights_fingerprint
 from plugins.sbert.config import SBERTConfig
 
 
@@ -26,7 +26,11 @@ class SBERTSystem:
         self.device, self.dtype = device, dtype
         self.cache = None
         if config.cache:
-            from harness.neural.embed_cache import EmbeddingCache, default_cache_root, model_key
+            from harness.neural.embed_cache import (
+                EmbeddingCache,
+                default_cache_root,
+                model_key,
+            )
 
             ident = f"sbert|{weights_fingerprint(self.path) or self.path}"
             self.cache = EmbeddingCache(default_cache_root(), model_key(ident), self.model.max_seq_length)

@@ -14,9 +14,10 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from harness.bench.timing import timed
 from harness.neural.batching import right_padded
-from harness.bench.workload import Shape
+from harness.neural.fast.bench.timing import timed
+from harness.neural.fast.bench.workload import Shape
+from harness.neural.fast.enable import enable_fast_path
 from harness.neural.pooling import mean_pool
 
 
@@ -37,7 +38,7 @@ def harness_encoder(model, path: str = "packed", pad_id: int = 0):
     from harness.neural.encoder import TokenBiEncoder
 
     enc = TokenBiEncoder(model, None, max_length=1 << 20, pad_id=pad_id).eval()
-    enc.path = enc.enable_fast_path(prefer=path)
+    enc.path = enable_fast_path(enc, prefer=path)
     return enc
 
 

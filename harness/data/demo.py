@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import random
 
-from harness.collection import Collection
-from harness.documents import Document
+from harness.data.collection import Collection
+from harness.data.documents import Document
 
 DEMO_SEED = 20251019
 N_FOREGROUND = 60

@@ -6,14 +6,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from harness.collection import Collection, load_collection
 from harness.config import build_config, config_dict
+from harness.data.collection import Collection, load_collection
 from harness.errors import HarnessError
+from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, SEEDS, Split, get_split
 from harness.plugins import Registry
-from harness.results import DEFAULT_RUNS_DIR, result_path
-from harness.runner import RunOutcome, run_split, up_to_date
+from harness.runs.results import DEFAULT_RUNS_DIR, result_path
+from harness.runs.runner import RunOutcome, run_split, up_to_date
 from harness.specs import load_object
-from harness.splits import DEFAULT_AUTHOR_FRACTION, SEEDS, Split, get_split
 
 DEFAULT_SPLITS_DIR = Path("splits")
 

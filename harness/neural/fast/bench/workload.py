@@ -12,7 +12,7 @@ def text_rows(paths, tokenizer_ref: str, n: int, *, skip: int = 0, max_tokens: i
               vocab: int | None = None) -> list[list[int]]:
     """Token ids of real texts: documents `skip`..`skip + n` of canonical JSONL files (in file
     order), each truncated to max_tokens, through a tokenizer (hub id or local folder)."""
-    from harness.collection import read_documents
+    from harness.data.collection import read_documents
     from harness.errors import HarnessError
     from harness.neural.hf import load_tokenizer
 
@@ -46,7 +46,7 @@ class Shape:
 
     @classmethod
     def of(cls, model) -> "Shape":
-        from harness.bench.archs import non_embedding_parameters
+        from harness.neural.fast.bench.archs import non_embedding_parameters
 
         c = model.config
         return cls(non_embedding_parameters(model), c.num_hidden_layers, c.num_attention_heads * c.head_dim)

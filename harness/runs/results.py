@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from harness.atomic import atomic_open, atomic_write_text
+from harness.data.jsonl import iter_jsonl
 from harness.errors import DataError
-from harness.jsonl import iter_jsonl
 
 SCHEMA_VERSION = 1
 DEFAULT_RUNS_DIR = Path("leaderboards") / "runs"

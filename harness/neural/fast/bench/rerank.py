@@ -13,9 +13,9 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from harness.bench.timing import timed
 from harness.neural.batching import right_padded
-from harness.bench.workload import Shape
+from harness.neural.fast.bench.timing import timed
+from harness.neural.fast.bench.workload import Shape
 from harness.neural.pooling import last_token_pool
 
 
@@ -40,11 +40,11 @@ def prefix_reuse_scores(model, head, queries, candidate_lists, device, *, max_to
                         decoder=None) -> list[np.ndarray]:
     """With a FusedDecoder: the packed path; else the HF model switched to aa_causal."""
     if decoder is not None:
-        from harness.neural.fused_paths import score_fused_continuations
+        from harness.neural.fast.fused_paths import score_fused_continuations
 
         return [score_fused_continuations(decoder, head, q, cands, device, max_tokens=max_tokens)[:, 0]
                 for q, cands in zip(queries, candidate_lists)]
-    from harness.neural.prefix_scoring import score_continuations
+    from harness.neural.fast.prefix_scoring import score_continuations
 
     return [score_continuations(model, head, q, cands, device, pad_id=0, max_tokens=max_tokens)[:, 0]
             for q, cands in zip(queries, candidate_lists)]
@@ -64,8 +64,8 @@ def score_agreement(fast: Sequence[np.ndarray], ref: Sequence[np.ndarray], k: in
 
 def bench_rerank(model, queries, candidate_lists, device, *, max_tokens: int = 65536, naive_batch: int = 32,
                  seed: int = 0, also_aa_causal: bool = True, log=print) -> dict:
-    from harness.neural import causal_attention
-    from harness.neural.fused_decoder import FusedDecoder
+    from harness.neural.fast import causal_attention
+    from harness.neural.fast.fused_decoder import FusedDecoder
 
     shape = Shape.of(model)
     torch.manual_seed(seed)

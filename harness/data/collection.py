@@ -13,9 +13,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from harness.documents import Document, document_from_record
+from harness.data.documents import Document, document_from_record
+from harness.data.jsonl import iter_jsonl
 from harness.errors import DataError
-from harness.jsonl import iter_jsonl
+
+
+@dataclass(frozen=True)
+class GivenSplit:
+    """A split that ships with the data (HIATUS TA1 folders), before the evaluation layer reads it.
+
+    queries: (documentID, authorIDs, genre label) in manifest order; needles: query -> candidate ids.
+    """
+
+    queries: tuple[tuple[str, tuple[str, ...], str], ...]
+    candidates: tuple[str, ...]
+    needles: Mapping[str, tuple[str, ...]]
+    builder: Mapping[str, object]
 
 
 @dataclass(frozen=True)
@@ -30,7 +43,7 @@ class Collection:
     documents: Mapping[str, Document]
     background_ids: frozenset[str] = frozenset()
     sources: tuple[str, ...] = ()
-    given_splits: Mapping[int, object] | None = field(default=None, compare=False)
+    given_splits: Mapping[int, GivenSplit] | None = field(default=None, compare=False)
 
     def author_genres(self) -> dict[str, dict[str, list[str]]]:
         """author -> genre -> document ids, over non-background documents only."""

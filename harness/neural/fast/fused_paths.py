@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from harness.neural.batching import in_input_order, token_budget_batches
-from harness.neural.fused_decoder import FusedDecoder, Packed, Padded, to_device
+from harness.neural.fast.fused_decoder import FusedDecoder, Packed, Padded, to_device
 
 
 def packs(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:

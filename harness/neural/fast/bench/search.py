@@ -35,7 +35,7 @@ def exact_topk_indices(queries: np.ndarray, candidates: np.ndarray, k: int, devi
     """(top-k indices [q, k], seconds) by torch on `device`, candidates already resident there."""
     import torch
 
-    from harness.bench.timing import timed
+    from harness.neural.fast.bench.timing import timed
 
     cand = torch.as_tensor(candidates, device=device)
     q = torch.as_tensor(queries, device=device)
@@ -66,7 +66,10 @@ def bench_search(sizes, dim: int, n_queries: int, k: int, device, *, spec: str |
         if compressed:
             import faiss
 
-            from harness.neural.ann import build_index, set_search_breadth
+            from harness.neural.fast.compressed_search import (
+                build_index,
+                set_search_breadth,
+            )
 
             this_spec = spec or default_spec(n, dim)
             t0 = time.perf_counter()

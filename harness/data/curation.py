@@ -19,8 +19,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from harness.atomic import atomic_open, atomic_write_text
-from harness.collection import read_documents
-from harness.documents import Document
+from harness.data.collection import read_documents
+from harness.data.documents import Document
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ class CurationSettings:
     min_docs: int = 2
     max_docs: int = 50
     max_cosine: float = 0.2
+    embedder: str = "sbert"  # a registered system that can encode; the dissimilar-pair step uses its vectors
     sbert_model: str = "sentence-transformers/all-mpnet-base-v2"
     ner: str = "spacy"
     device: str = "auto"
@@ -67,26 +68,16 @@ def keep_dissimilar_pairs(docs: Sequence[Document], embed: Callable[[list[str]],
     return kept
 
 
-def sbert_embedder(model: str, device: str, batch_size: int) -> Callable[[list[str]], np.ndarray]:
-    """SBERT vectors through the embedding cache (so a GPU machine can fill it and a CPU finish)."""
-    def embed(texts: list[str]) -> np.ndarray:
-        from plugins.sbert.config import SBERTConfig
-        from plugins.sbert.system import SBERTSystem
-
-        system = SBERTSystem(SBERTConfig(model=model, batch_size=batch_size, device=device))
-        return system.encode_texts(texts)
-
-    return embed
-
-
 def _count(step: str, before: Sequence[Document], after: Sequence[Document], seconds: float) -> dict:
     a_before, a_after = len(_by_author(before)), len(_by_author(after))
     return {"step": step, "removed_documents": len(before) - len(after), "removed_authors": a_before - a_after,
             "documents": len(after), "authors": a_after, "seconds": round(seconds, 1)}
 
 
-def curate(inputs: Sequence[str | Path], out: str | Path, settings: CurationSettings = CurationSettings(), *,
-           embed: Callable[[list[str]], np.ndarray] | None = None, log=print) -> dict:
+def curate(inputs: Sequence[str | Path], out: str | Path, settings: CurationSettings, *,
+           embed: Callable[[list[str]], np.ndarray], log=print) -> dict:
+    """embed: texts -> vectors for the dissimilar-pair step (`harness.runs.systems.text_embedder` builds
+    one from `settings.embedder` and `settings.sbert_model`); the data layer never loads a model itself."""
     docs = list(read_documents(inputs).values())
     steps = [_count("read", docs, docs, 0.0)]
 
@@ -99,10 +90,9 @@ def curate(inputs: Sequence[str | Path], out: str | Path, settings: CurationSett
 
     docs = run("min_words", lambda d: keep_long(d, settings.min_words), docs)
     docs = run("author_docs", lambda d: keep_author_counts(d, settings.min_docs, settings.max_docs), docs)
-    embed = embed or sbert_embedder(settings.sbert_model, settings.device, settings.batch_size)
     docs = run("dissimilar_pair", lambda d: keep_dissimilar_pairs(d, embed, settings.max_cosine), docs)
     t = time.perf_counter()
-    from harness.anonymize import anonymize
+    from harness.data.anonymize import anonymize
 
     texts = anonymize([d.fullText for d in docs], ner=settings.ner)
     docs = [Document(d.documentID, d.authorIDs, t_, d.genre, d.extra) for d, t_ in zip(docs, texts)]

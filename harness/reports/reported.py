@@ -17,5 +17,5 @@ REPORTED = [
 NOTE = (
     "The per-system values of the paper's Table 1 (BM25, SBERT, LUAR, SADIRI, SADIRI-v2 on HRS1/HRS2) "
     "and Table 2 (reranker negative sampling) could not be read in the environment this harness was "
-    "built in, so they are not listed; add them to harness/reported.py with their table reference."
+    "built in, so they are not listed; add them to harness/reports/reported.py with their table reference."
 )

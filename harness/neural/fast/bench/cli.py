@@ -9,7 +9,7 @@ from harness.errors import HarnessError
 
 
 def add_parser(sub) -> None:
-    from harness.bench.archs import arch_names
+    from harness.neural.fast.bench.archs import arch_names
 
     sp = sub.add_parser("bench", help="throughput of the harness's paths against naive baselines (GPU)")
     kinds = sp.add_subparsers(dest="bench", required=True, metavar="KIND")
@@ -70,7 +70,7 @@ def _log(*a):
 def _model(args, device):
     import torch
 
-    from harness.bench.archs import build_model
+    from harness.neural.fast.bench.archs import build_model
 
     if not args.random_weights:
         raise HarnessError("bench builds architectures with random weights only: pass --random-weights")
@@ -80,8 +80,8 @@ def _model(args, device):
 
 
 def _save(args, kind, name, device, figures) -> None:
-    from harness.bench.results import write_result
-    from harness.bench.timing import device_facts
+    from harness.neural.fast.bench.results import write_result
+    from harness.neural.fast.bench.timing import device_facts
 
     if args.no_save:
         return
@@ -91,21 +91,21 @@ def _save(args, kind, name, device, figures) -> None:
 
 
 def cmd_encode(args) -> int:
-    from harness.bench.workload import random_rows
     from harness.neural.device import pick_device
+    from harness.neural.fast.bench.workload import random_rows
 
     if args.shard:
         return _encode_sharded(args)
     device = pick_device(args.device)
     model = _model(args, device)
     if args.texts:
-        from harness.bench.workload import text_rows
+        from harness.neural.fast.bench.workload import text_rows
 
         rows = text_rows(args.texts, args.tokenizer, args.docs, vocab=model.config.vocab_size)
     else:
         rows = random_rows(args.docs, *args.lengths, model.config.vocab_size, args.seed)
     _log(f"encode {args.arch} on {device}: {args.docs} documents, {sum(map(len, rows)):,} tokens, lengths {args.lengths}")
-    from harness.bench.encode import bench_encode
+    from harness.neural.fast.bench.encode import bench_encode
 
     variants = [(int(v.split(":")[0]), v.split(":")[1] if ":" in v else "packed") for v in args.variant]
     figures = bench_encode(model, rows, device, max_tokens=args.max_tokens, naive_batch=args.naive_batch,
@@ -118,13 +118,13 @@ def cmd_encode(args) -> int:
 def _encode_sharded(args) -> int:
     import torch.distributed as dist
 
-    from harness.bench.encode import _figures, harness_encoder
-    from harness.bench.timing import timed
-    from harness.bench.workload import Shape, random_rows
+    from harness.neural.device import pick_device
     from harness.neural.distributed import world
     from harness.neural.encoder import embed_features
+    from harness.neural.fast.bench.encode import _figures, harness_encoder
+    from harness.neural.fast.bench.timing import timed
+    from harness.neural.fast.bench.workload import Shape, random_rows
     from harness.neural.sharded import embed_sharded
-    from harness.neural.device import pick_device
 
     rank, size, _ = world()
     if size < 2:
@@ -139,9 +139,9 @@ def _encode_sharded(args) -> int:
     if rank == 0:
         single, t_one = timed(lambda: embed_features(enc, rows, device, max_tokens=args.max_tokens), device)
     dist.barrier()
-    embed_sharded(enc, rows[:64 * size], device, max_tokens=args.max_tokens)
+    embed_sharded(enc, rows[:64 * size], device, embed=embed_features, max_tokens=args.max_tokens)
     dist.barrier()
-    sharded, t_all = timed(lambda: embed_sharded(enc, rows, device, max_tokens=args.max_tokens), device)
+    sharded, t_all = timed(lambda: embed_sharded(enc, rows, device, embed=embed_features, max_tokens=args.max_tokens), device)
     dist.barrier()
     if rank == 0:
         import numpy as np
@@ -159,15 +159,15 @@ def _encode_sharded(args) -> int:
 
 
 def cmd_rerank(args) -> int:
-    from harness.bench.rerank import bench_rerank
-    from harness.bench.workload import random_rows
     from harness.neural.device import pick_device
+    from harness.neural.fast.bench.rerank import bench_rerank
+    from harness.neural.fast.bench.workload import random_rows
 
     device = pick_device(args.device)
     model = _model(args, device)
     vocab = model.config.vocab_size
     if args.texts:
-        from harness.bench.workload import text_rows
+        from harness.neural.fast.bench.workload import text_rows
 
         queries = text_rows(args.texts, args.tokenizer, args.queries, vocab=vocab)
         pool = text_rows(args.texts, args.tokenizer, args.queries * args.candidates, skip=args.queries, vocab=vocab)
@@ -184,8 +184,8 @@ def cmd_rerank(args) -> int:
 
 
 def cmd_search(args) -> int:
-    from harness.bench.search import bench_search
     from harness.neural.device import pick_device
+    from harness.neural.fast.bench.search import bench_search
 
     device = pick_device(args.device)
     rows = bench_search(args.sizes, args.dim, args.queries, args.k, device, spec=args.index, nprobes=tuple(args.nprobe),
@@ -194,7 +194,7 @@ def cmd_search(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:  # for `python -m harness.bench.cli`
+def main(argv=None) -> int:  # for `python -m harness.neural.fast.bench.cli`
     p = argparse.ArgumentParser(prog="aa-harness")
     add_parser(p.add_subparsers(dest="command", required=True))
     args = p.parse_args(argv)

@@ -13,11 +13,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.collection import Collection
-from harness.documents import Document, document_from_record
+from harness.data.collection import Collection, GivenSplit
+from harness.data.documents import Document, document_from_record
+from harness.data.jsonl import iter_jsonl
 from harness.errors import DataError
-from harness.jsonl import iter_jsonl
-from harness.splits import Query, Split
 
 FOLDER = re.compile(r"^(?P<release>HRS\d+)_.*_sample-(?P<sample>\d+)_(?P<label>.+)$")
 
@@ -40,7 +39,7 @@ def _one(folder: Path, sub: str, suffix: str) -> Path:
     return matches[0]
 
 
-def read_ta1_folder(folder: Path, collection: str, seed: int, label: str) -> tuple[dict[str, Document], Split]:
+def read_ta1_folder(folder: Path, label: str) -> tuple[dict[str, Document], GivenSplit]:
     truth: dict[str, tuple[str, ...]] = {}
     gt_path = _one(folder, "groundtruth", "_TA1_groundtruth.jsonl")
     for lineno, rec in iter_jsonl(gt_path):
@@ -77,14 +76,11 @@ def read_ta1_folder(folder: Path, collection: str, seed: int, label: str) -> tup
     without = sorted(q for q, n in needles.items() if not n)
     if without:
         raise DataError(f"{folder}: {len(without)} query(ies) have no candidate by the same author (first: {without[0]!r})")
-    split = Split(
-        collection=collection,
-        seed=seed,
-        queries=tuple(Query(q, queries[q].authorIDs, label) for q in sorted(queries)),
+    split = GivenSplit(
+        queries=tuple((q, queries[q].authorIDs, label) for q in sorted(queries)),
         candidates=tuple(sorted(candidates)),
         needles=needles,
         builder={"name": "hiatus-ta1", "folder": folder.name},
-        source_sha256="",
     )
     return {**queries, **candidates}, split
 
@@ -94,13 +90,10 @@ def ta1_collection(name: str, folders: dict[int, Path]) -> Collection:
     splits = {}
     label = name.split("-", 1)[1]
     for seed, folder in sorted(folders.items()):
-        more, split = read_ta1_folder(folder, name, seed, label)
+        more, split = read_ta1_folder(folder, label)
         for d, doc in more.items():
             if d in docs and docs[d].fullText != doc.fullText:
                 raise DataError(f"{folder}: documentID {d!r} has a different text in another sample of {name}")
             docs.setdefault(d, doc)
         splits[seed] = split
-    collection = Collection(name=name, documents=docs, sources=tuple(str(f) for f in folders.values()))
-    fp = collection.fingerprint()
-    splits = {s: Split(**{**sp.__dict__, "source_sha256": fp}) for s, sp in splits.items()}
-    return Collection(name=name, documents=docs, sources=collection.sources, given_splits=splits)
+    return Collection(name=name, documents=docs, sources=tuple(str(f) for f in folders.values()), given_splits=splits)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from harness.atomic import atomic_write_text
-from harness.collection import Collection
+from harness.data.collection import Collection
 from harness.errors import DataError, HarnessError
 
 SEEDS = (0, 1001, 2001, 3001)
@@ -91,7 +91,10 @@ def build_split(collection: Collection, seed: int, author_fraction: float = DEFA
         if seed not in collection.given_splits:
             have = ", ".join(str(s) for s in sorted(collection.given_splits))
             raise HarnessError(f"collection {collection.name!r} ships fixed splits for seed(s) {have}; there is none for seed {seed}")
-        return collection.given_splits[seed]  # type: ignore[return-value]
+        given = collection.given_splits[seed]
+        return Split(collection=collection.name, seed=seed, queries=tuple(Query(*q) for q in given.queries),
+                     candidates=given.candidates, needles=given.needles, builder=given.builder,
+                     source_sha256=collection.fingerprint())
     if not 0 < author_fraction <= 1:
         raise HarnessError(f"author fraction must be in (0, 1], got {author_fraction}")
     rng = random.Random(seed)

@@ -14,12 +14,18 @@ from typing import Sequence
 
 from harness.config import build_config, config_dict
 from harness.errors import HarnessError
-from harness.jobs import DEFAULT_SPLITS_DIR, open_collection
+from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, SEEDS, get_split
 from harness.plugins import Registry
-from harness.results import DEFAULT_RUNS_DIR, rankings_path, read_rankings, read_result, result_path
-from harness.runner import RunOutcome, record_run, up_to_date
+from harness.runs.results import (
+    DEFAULT_RUNS_DIR,
+    rankings_path,
+    read_rankings,
+    read_result,
+    result_path,
+)
+from harness.runs.run_job import DEFAULT_SPLITS_DIR, open_collection
+from harness.runs.runner import RunOutcome, record_run, up_to_date
 from harness.specs import load_object
-from harness.splits import DEFAULT_AUTHOR_FRACTION, SEEDS, get_split
 
 
 @dataclass

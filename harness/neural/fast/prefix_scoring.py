@@ -21,7 +21,7 @@ def score_continuations(backbone: torch.nn.Module, head: Callable[[torch.Tensor]
                         continuations: Sequence[Sequence[int]], device: torch.device, *, pad_id: int,
                         max_tokens: int = 65536, max_batch: int = 512) -> np.ndarray:
     """head(last real token state of prefix + c) for each continuation c, as float32 [len, out]."""
-    from harness.neural.causal_attention import is_enabled
+    from harness.neural.fast.causal_attention import is_enabled
 
     if not is_enabled(backbone):
         raise ValueError("score_continuations needs a decoder switched to aa_causal (causal_attention.enable)")

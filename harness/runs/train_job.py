@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from harness.atomic import atomic_write_text
-from harness.collection import read_documents
 from harness.config import build_config, config_dict
+from harness.data.collection import read_documents
 from harness.errors import HarnessError
 from harness.plugins import Registry
 from harness.provenance import provenance

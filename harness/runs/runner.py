@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from harness.collection import Collection
+from harness.data.collection import Collection
 from harness.errors import HarnessError
-from harness.metrics import evaluate, order
+from harness.evaluation.metrics import evaluate, order
+from harness.evaluation.splits import Split
 from harness.protocols import as_ranker
 from harness.provenance import provenance
-from harness.results import SCHEMA_VERSION, read_result, result_path, write_result
-from harness.splits import Split
+from harness.runs.results import SCHEMA_VERSION, read_result, result_path, write_result
 
 
 @dataclass(frozen=True)

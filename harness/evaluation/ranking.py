@@ -31,7 +31,7 @@ def top_k(scores: np.ndarray, candidate_ids: Sequence[str], k: int) -> list[list
     return out
 
 
-def exact_search(query_vecs: np.ndarray, cand_vecs: np.ndarray, candidate_ids: Sequence[str], k: int,
+def top_k_inner_product(query_vecs: np.ndarray, cand_vecs: np.ndarray, candidate_ids: Sequence[str], k: int,
                  *, block: int = 256) -> list[list[tuple[str, float]]]:
     """Exact inner-product search in query blocks (bounded memory), with the tie rule."""
     out: list[list[tuple[str, float]]] = []

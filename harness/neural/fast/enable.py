@@ -1,0 +1,35 @@
+"""Switch an inference-only encoder onto the fastest exact path its backbone allows."""
+from __future__ import annotations
+
+import functools
+
+
+def enable_fast_path(encoder, prefer: str = "packed") -> str | None:
+    """Returns the path taken: "packed" or "padded" (a FusedDecoder), "aa_causal", or None.
+
+    Llama-family decoders get a FusedDecoder (fused, compiled layers) over "padded" rows
+    (length-sorted, mask-free causal attention) or "packed" ones (varlen attention); other
+    causal decoders read with right padding get "aa_causal" (the Hugging Face model with
+    mask-free causal attention); anything else (bidirectional encoders, models without a
+    `backbone`) is left alone. `prefer` picks among those that apply. A LoRA adapter is
+    merged into the weights first, so the encoder must not be trained afterwards.
+    """
+    from harness.neural.fast import causal_attention
+    from harness.neural.fast.fused_decoder import FusedDecoder
+    from harness.neural.fast.fused_paths import embed_fused
+
+    backbone = getattr(encoder, "backbone", None)
+    if backbone is None:
+        return None
+    if hasattr(backbone, "merge_and_unload"):
+        encoder.backbone = backbone = backbone.merge_and_unload()
+    if getattr(backbone, "config", None) is not None and hasattr(backbone.config, "use_cache"):
+        backbone.config.use_cache = False  # encoding never decodes: no key/value cache
+    if prefer in ("padded", "packed") and FusedDecoder.supports(backbone):
+        encoder.fused_decoder = FusedDecoder(backbone, layout=prefer)
+        encoder.fast_embed = functools.partial(embed_fused, encoder.fused_decoder, pooling=encoder.pooling,
+                                               finish=encoder.finish)
+        return prefer
+    if getattr(encoder, "padding_side", None) == "right" and causal_attention.enable(backbone):
+        return "aa_causal"
+    return None
