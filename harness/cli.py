@@ -104,9 +104,12 @@ def cmd_curate(args) -> int:
                                 device=args.device)
     from harness.runs.systems import text_embedder
 
-    embed = text_embedder(_registry(), settings.embedder, {"model": settings.sbert_model, "device": settings.device,
-                                                           "batch_size": settings.batch_size})
-    report = curate(args.input, args.out, settings, embed=embed)
+    if args.pairs:
+        report = curate(args.input, args.out, settings, pairs_file=args.pairs)
+    else:
+        embed = text_embedder(_registry(), settings.embedder, {"model": settings.sbert_model, "device": settings.device,
+                                                               "batch_size": settings.batch_size})
+        report = curate(args.input, args.out, settings, embed=embed)
     for step in report["steps"]:
         print(f"{step['step']:>12}: removed {step['removed_documents']:>6} documents, {step['removed_authors']:>5} authors; "
               f"{step['documents']:>6} documents by {step['authors']:>5} authors remain")
@@ -177,7 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("curate", help="the paper's training-data curation (length, author counts, dissimilar pair, PII)")
     sp.add_argument("--input", nargs="+", required=True, help="canonical JSONL(.gz) files")
-    sp.add_argument("--out", type=Path, required=True, help="curated JSONL.gz; a .report.json is written beside it")
+    sp.add_argument("--out", type=Path, required=True, help="curated JSONL.gz; a .report.json and a .pairs.jsonl.gz are written beside it")
+    sp.add_argument("--pairs", type=Path, help="a .pairs.jsonl.gz from an earlier curate of the same inputs (e.g. on a GPU machine): "
+                    "use its most dissimilar pairs instead of embedding")
     sp.add_argument("--min-words", type=int, default=350)
     sp.add_argument("--min-docs", type=int, default=2)
     sp.add_argument("--max-docs", type=int, default=50)

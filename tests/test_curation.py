@@ -79,3 +79,31 @@ def test_curate_end_to_end_with_report(tmp_path):
     lines = [json.loads(x) for x in gzip.open(out, "rt")]
     assert len(lines) == 8 and all("EMAIL_ADDRESS" in x["fullText"] for x in lines)
     assert (tmp_path / "curated.report.json").is_file()
+
+
+def test_pairs_file_from_one_curation_reproduces_it_without_embedding(tmp_path):
+    import gzip
+    import json
+
+    from harness.errors import DataError
+
+    recs = [{"documentID": f"a{a}d{j}", "authorIDs": [f"a{a}"], "genre": "blog:x",
+             "fullText": f"Doc {j} by author {a}. " + " ".join(["word"] * 400)} for a in range(5) for j in range(3)]
+    src = write_jsonl(tmp_path / "in.jsonl", recs)
+    angle = {0: [1, 0], 1: [0.6, 0.8], 2: [0, 1]}  # docs 0 and 2 orthogonal: cosine 0 < 0.2
+
+    def embed(texts):
+        return np.array([angle[int(t.split()[1])] for t in texts], dtype=float)
+
+    first = curate([src], tmp_path / "one.jsonl.gz", CurationSettings(ner="none"), embed=embed, log=lambda *_: None)
+    pairs = tmp_path / "one.pairs.jsonl.gz"
+    rows = [json.loads(line) for line in gzip.open(pairs, "rt")]
+    assert [r["pair"] for r in rows] == [[f"a{a}d0", f"a{a}d2"] for a in range(5)]
+    assert first["authors_below_threshold"]["0.2"] == {"all": 5, "blog": 5}
+    again = curate([src], tmp_path / "two.jsonl.gz", CurationSettings(ner="none"), pairs_file=pairs, log=lambda *_: None)
+    assert gzip.open(tmp_path / "one.jsonl.gz", "rt").read() == gzip.open(tmp_path / "two.jsonl.gz", "rt").read()
+    assert again["steps"][3]["documents"] == 10
+    recs[0]["fullText"] += " changed"
+    changed = write_jsonl(tmp_path / "changed.jsonl", recs)
+    with pytest.raises(DataError, match="a0d0"):
+        curate([changed], tmp_path / "three.jsonl.gz", CurationSettings(ner="none"), pairs_file=pairs, log=lambda *_: None)

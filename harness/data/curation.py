@@ -21,6 +21,8 @@ import numpy as np
 from harness.atomic import atomic_open, atomic_write_text
 from harness.data.collection import read_documents
 from harness.data.documents import Document
+from harness.data.jsonl import iter_jsonl
+from harness.errors import DataError
 
 
 @dataclass(frozen=True)
@@ -52,32 +54,91 @@ def keep_author_counts(docs: Sequence[Document], lo: int, hi: int) -> list[Docum
     return [d for d in docs if lo <= counts[d.authorIDs[0]] <= hi]
 
 
-def keep_dissimilar_pairs(docs: Sequence[Document], embed: Callable[[list[str]], np.ndarray], max_cosine: float) -> list[Document]:
-    """Per author, the pair with the lowest cosine, kept only if that cosine is below max_cosine."""
+def most_dissimilar_pairs(docs: Sequence[Document], embed: Callable[[list[str]], np.ndarray]) -> dict[str, dict]:
+    """Per author, the pair of documents with the lowest cosine: {author: {"pair": [id, id], "cosine": c,
+    "text_sha256": [h, h]}}. The text hashes let a pairs file computed elsewhere (a GPU machine) be
+    checked against the documents it is applied to."""
     vecs = embed([d.fullText for d in docs])
     vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
     row = {d.documentID: i for i, d in enumerate(docs)}
-    kept = []
+    pairs = {}
     for author, own in sorted(_by_author(docs).items()):
         v = vecs[[row[d.documentID] for d in own]]
         sims = v @ v.T
         sims[np.tril_indices(len(own))] = np.inf  # each unordered pair once, never a document with itself
         i, j = np.unravel_index(np.argmin(sims), sims.shape)
-        if sims[i, j] < max_cosine:
-            kept += [own[i], own[j]]
-    return kept
+        pairs[author] = {"pair": [own[i].documentID, own[j].documentID], "cosine": round(float(sims[i, j]), 6),
+                         "text_sha256": [own[i].text_sha256, own[j].text_sha256]}
+    return pairs
+
+
+def check_pairs(docs: Sequence[Document], pairs: dict[str, dict], source: str) -> None:
+    """A pairs file must cover every author of `docs` with documents of theirs whose texts are unchanged."""
+    by_id = {d.documentID: d for d in docs}
+    for author, own in _by_author(docs).items():
+        if author not in pairs:
+            raise DataError(f"{source}: no pair for author {author!r} (was it computed from other inputs?)")
+        for doc_id, sha in zip(pairs[author]["pair"], pairs[author]["text_sha256"]):
+            doc = by_id.get(doc_id)
+            if doc is None or doc.authorIDs[0] != author or doc.text_sha256 != sha:
+                raise DataError(f"{source}: author {author!r}: document {doc_id!r} is missing, by another author "
+                                "or has a different text in these inputs")
+
+
+def keep_pairs_below(docs: Sequence[Document], pairs: dict[str, dict], max_cosine: float) -> list[Document]:
+    """Each author's most dissimilar pair, kept only if its cosine is below max_cosine."""
+    keep = {doc_id for p in pairs.values() if p["cosine"] < max_cosine for doc_id in p["pair"]}
+    return [d for d in docs if d.documentID in keep]
+
+
+def keep_dissimilar_pairs(docs: Sequence[Document], embed: Callable[[list[str]], np.ndarray], max_cosine: float) -> list[Document]:
+    """Per author, the pair with the lowest cosine, kept only if that cosine is below max_cosine."""
+    return keep_pairs_below(docs, most_dissimilar_pairs(docs, embed), max_cosine)
+
+
+SURVIVOR_THRESHOLDS = (0.2, 0.3, 0.4)
+
+
+def survivors(pairs: dict[str, dict], sources: dict[str, str]) -> dict[str, dict[str, int]]:
+    """Authors whose most dissimilar pair falls below each threshold, per source and in all."""
+    out: dict[str, dict[str, int]] = {}
+    for t in SURVIVOR_THRESHOLDS:
+        row: dict[str, int] = defaultdict(int)
+        for author, p in pairs.items():
+            if p["cosine"] < t:
+                row[sources[author]] += 1
+                row["all"] += 1
+        out[f"{t:.1f}"] = dict(sorted(row.items()))
+    return out
 
 
 def _count(step: str, before: Sequence[Document], after: Sequence[Document], seconds: float) -> dict:
     a_before, a_after = len(_by_author(before)), len(_by_author(after))
     return {"step": step, "removed_documents": len(before) - len(after), "removed_authors": a_before - a_after,
-            "documents": len(after), "authors": a_after, "seconds": round(seconds, 1)}
+            "documents": len(after), "authors": a_after, "seconds": round(seconds, 1), "by_source": _per_source(after)}
+
+
+def _per_source(docs: Sequence[Document]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for author, own in _by_author(docs).items():
+        src = str(own[0].extra.get("source") or own[0].genre.split(":")[0])
+        row = out.setdefault(src, {"documents": 0, "authors": 0})
+        row["documents"] += len(own)
+        row["authors"] += 1
+    return dict(sorted(out.items()))
 
 
 def curate(inputs: Sequence[str | Path], out: str | Path, settings: CurationSettings, *,
-           embed: Callable[[list[str]], np.ndarray], log=print) -> dict:
+           embed: Callable[[list[str]], np.ndarray] | None = None, pairs_file: str | Path | None = None,
+           log=print) -> dict:
     """embed: texts -> vectors for the dissimilar-pair step (`harness.runs.systems.text_embedder` builds
-    one from `settings.embedder` and `settings.sbert_model`); the data layer never loads a model itself."""
+    one from `settings.embedder` and `settings.sbert_model`); the data layer never loads a model itself.
+
+    Every author's most dissimilar pair is written beside the output (`<name>.pairs.jsonl.gz`);
+    `pairs_file` reads such a file instead of embedding, so the vectors can be computed on a GPU
+    machine and the curation (with its CPU-bound name recognition) finished elsewhere."""
+    if (embed is None) == (pairs_file is None):
+        raise ValueError("curate needs exactly one of embed and pairs_file")
     docs = list(read_documents(inputs).values())
     steps = [_count("read", docs, docs, 0.0)]
 
@@ -90,7 +151,22 @@ def curate(inputs: Sequence[str | Path], out: str | Path, settings: CurationSett
 
     docs = run("min_words", lambda d: keep_long(d, settings.min_words), docs)
     docs = run("author_docs", lambda d: keep_author_counts(d, settings.min_docs, settings.max_docs), docs)
-    docs = run("dissimilar_pair", lambda d: keep_dissimilar_pairs(d, embed, settings.max_cosine), docs)
+    t = time.perf_counter()
+    if pairs_file is not None:
+        pairs = {rec["author"]: rec for _, rec in iter_jsonl(Path(pairs_file))}
+        check_pairs(docs, pairs, str(pairs_file))
+        pairs = {a: pairs[a] for a in _by_author(docs)}
+    else:
+        pairs = most_dissimilar_pairs(docs, embed)
+    pair_seconds = time.perf_counter() - t
+    stem = Path(out).name.split(".jsonl")[0]
+    with atomic_open(Path(out).with_name(stem + ".pairs.jsonl.gz"), "w", gz=True) as f:
+        for author, p in sorted(pairs.items()):
+            f.write(json.dumps({"author": author, **{k: p[k] for k in ("pair", "cosine", "text_sha256")}}) + "\n")
+    source_of = {d.authorIDs[0]: str(d.extra.get("source") or d.genre.split(":")[0]) for d in docs}
+    survived = survivors(pairs, source_of)
+    docs = run("dissimilar_pair", lambda d: keep_pairs_below(d, pairs, settings.max_cosine), docs)
+    steps[-1]["seconds"] = round(steps[-1]["seconds"] + pair_seconds, 1)
     t = time.perf_counter()
     from harness.data.anonymize import anonymize
 
@@ -103,6 +179,8 @@ def curate(inputs: Sequence[str | Path], out: str | Path, settings: CurationSett
         for d in sorted(docs, key=lambda d: d.documentID):
             f.write(json.dumps({"documentID": d.documentID, "authorIDs": list(d.authorIDs), "fullText": d.fullText,
                                 "genre": d.genre, **d.extra}, ensure_ascii=False) + "\n")
-    report = {"inputs": [str(p) for p in inputs], "output": str(out), "settings": asdict(settings), "steps": steps}
+    report = {"inputs": [str(p) for p in inputs], "output": str(out), "settings": asdict(settings), "steps": steps,
+              "pairs_from": str(pairs_file) if pairs_file else "embedded here",
+              "authors_below_threshold": survived}
     atomic_write_text(out.with_name(out.name.split(".jsonl")[0] + ".report.json"), json.dumps(report, indent=1) + "\n")
     return report
