@@ -45,6 +45,7 @@ def plugin_manager(*, entrypoints: bool = True, extra: tuple = ()) -> pluggy.Plu
         if not pm.is_blocked(name):
             pm.register(importlib.import_module(name), name=name)
     pm.aa_failures = []  # (plugin, message) of plugins that failed to load; load_registry reports them
+    pm.aa_packages = {}  # entry-point name -> "name (package distribution)", for messages
     if entrypoints and not os.environ.get("AA_HARNESS_DISABLE_PLUGIN_AUTOLOAD"):
         _load_entrypoints(pm)
     for plugin in extra:
@@ -66,11 +67,7 @@ def _load_entrypoints(pm: pluggy.PluginManager) -> None:
                 pm.aa_failures.append((label, f"failed to import: {type(e).__name__}: {e}"))
                 continue
             pm.register(plugin, name=ep.name)
-            _PACKAGES[id(plugin)] = label
-
-
-# id(plugin object) -> "entry point (package distribution)", for messages about external plugins
-_PACKAGES: dict[int, str] = {}
+            pm.aa_packages[ep.name] = label
 
 
 def _suggest(name: str, choices) -> str:
@@ -102,8 +99,9 @@ class Registry:
 
 def _plugin_label(pm: pluggy.PluginManager, plugin) -> str:
     """The package or module a plugin came from, for messages."""
-    if id(plugin) in _PACKAGES:
-        return _PACKAGES[id(plugin)]
+    name = pm.get_name(plugin)
+    if name in getattr(pm, "aa_packages", {}):
+        return pm.aa_packages[name]
     if isinstance(plugin, type(sys)):
         return plugin.__name__
     return f"{type(plugin).__module__}.{type(plugin).__qualname__}"

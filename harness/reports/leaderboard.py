@@ -27,7 +27,7 @@ def load_runs(runs_dir: Path, splits_dir: Path | None = None) -> dict[tuple[str,
 
     All runs of a collection+seed must share one split; the seeds of a run must share system and
     config, and none may appear twice (check_run_consistent). splits_dir: where the manifests are
-    (default: splits/ beside the leaderboards folder); None of a result's checks are skipped.
+    (default: splits/ beside the leaderboards folder); a result whose manifest is missing is an error.
     """
     from harness.evaluation.splits import manifest_path, read_manifest
     from harness.runs.results import check_run_consistent, verify_result

@@ -5,6 +5,7 @@ skipped (unless overwrite), so a rerun after a crash picks up at the first missi
 """
 from __future__ import annotations
 
+import json
 import math
 import numbers
 import sys
@@ -164,14 +165,12 @@ def call_system(system_name: str, what: str, fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except HarnessError as e:
         raise HarnessError(f"system {system_name!r}: {e}") from e
-    except Exception as e:  # noqa: BLE001 -- reported, with the cause chained for --debug style inspection
+    except Exception as e:  # noqa: BLE001 -- reported in one line; the cause stays chained (__cause__)
         raise HarnessError(f"system {system_name!r}: {what} failed: {type(e).__name__}: {e}") from e
 
 
 def describe_system(system_name: str, system: Any) -> dict:
     """What a system reports about itself (its optional describe()), checked to be a JSON object."""
-    import json
-
     fn = getattr(system, "describe", None)
     if fn is None:
         return {}
