@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, event, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
-from harness.data.collection import load_collection  # noqa: E402
-from harness.errors import HarnessError  # noqa: E402
-from harness.evaluation.splits import build_split, check_split, split_from_manifest  # noqa: E402
+from harness.data.collection import load_collection
+from harness.errors import HarnessError
+from harness.evaluation.splits import build_split, check_split, split_from_manifest
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None,
                 derandomize=True)

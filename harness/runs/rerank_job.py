@@ -26,8 +26,19 @@ from harness.runs.results import (
     result_path,
     verify_result,
 )
-from harness.runs.run_job import DEFAULT_SPLITS_DIR, check_one_config, open_collection, unique_seeds
-from harness.runs.runner import RunOutcome, call_system, describe_system, record_run, up_to_date
+from harness.runs.run_job import (
+    DEFAULT_SPLITS_DIR,
+    check_one_config,
+    open_collection,
+    unique_seeds,
+)
+from harness.runs.runner import (
+    RunOutcome,
+    call_system,
+    describe_system,
+    record_run,
+    up_to_date,
+)
 from harness.specs import load_object
 
 

@@ -19,7 +19,13 @@ from harness.runs.results import (
     read_result,
     result_path,
 )
-from harness.runs.runner import RunOutcome, call_system, describe_system, run_split, up_to_date
+from harness.runs.runner import (
+    RunOutcome,
+    call_system,
+    describe_system,
+    run_split,
+    up_to_date,
+)
 from harness.specs import load_object
 
 DEFAULT_SPLITS_DIR = Path("splits")

@@ -20,7 +20,13 @@ from harness.evaluation.metrics import evaluate, order
 from harness.evaluation.splits import Split
 from harness.protocols import as_ranker
 from harness.provenance import provenance
-from harness.runs.results import SCHEMA_VERSION, read_result, result_path, verify_result, write_result
+from harness.runs.results import (
+    SCHEMA_VERSION,
+    read_result,
+    result_path,
+    verify_result,
+    write_result,
+)
 
 
 @dataclass(frozen=True)
@@ -165,7 +171,7 @@ def call_system(system_name: str, what: str, fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except HarnessError as e:
         raise HarnessError(f"system {system_name!r}: {e}") from e
-    except Exception as e:  # noqa: BLE001 -- reported in one line; the cause stays chained (__cause__)
+    except Exception as e:  # reported in one line; the cause stays chained (__cause__)
         raise HarnessError(f"system {system_name!r}: {what} failed: {type(e).__name__}: {e}") from e
 
 
