@@ -139,6 +139,18 @@ def test_safe_run_names_are_accepted():
         assert check_run_name(name) == name
 
 
+def test_rerank_run_names_are_checked_too(tmp_path, fake):
+    from harness.runs.rerank_job import RerankJob, rerank_job
+
+    _copy_run(tmp_path)
+    for kw in ({"run_name": "../../escape"}, {"first_stage": "../bm25"}):
+        job = RerankJob(**{"system": "fake-reranker", "first_stage": "bm25", "collection": "demo", "seeds": [0],
+                           "runs_dir": tmp_path / "runs", "splits_dir": SPLITS, **kw})
+        with pytest.raises(HarnessError, match="is not allowed"):
+            rerank_job(fake, job, log=_quiet)
+    assert not (tmp_path / "escape").exists()
+
+
 # --- 2. NaN and infinities -----------------------------------------------------------------------------------
 
 
@@ -589,6 +601,31 @@ def test_stale_tmp_files_are_cleaned_on_the_next_write(tmp_path):
     assert target.read_text() == "done"
     assert not dead.exists() and not old.exists()
     assert live.exists() and fresh_old.exists()
+
+
+def test_a_writer_killed_with_sigkill_leaves_a_tmp_file_that_the_next_write_removes(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    from harness.atomic import atomic_write_text
+
+    target = tmp_path / "seed-0.rankings.jsonl.gz"
+    code = ("import sys, time; from harness.atomic import atomic_open\n"
+            f"with atomic_open({str(target)!r}, 'w', gz=True) as f:\n"
+            "    f.write('partial'); f.flush(); print('writing', flush=True); time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert proc.stdout.readline().strip() == "writing"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    left = list(tmp_path.glob(".seed-0.rankings.jsonl.gz.*.tmp"))
+    assert len(left) == 1 and not target.exists()  # kill -9 skips every cleanup
+    time.sleep(0.01)
+    atomic_write_text(target, "whole")
+    assert not list(tmp_path.glob("*.tmp")) and target.read_text() == "whole"
 
 
 def test_written_files_follow_the_umask(tmp_path):
