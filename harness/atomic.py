@@ -1,16 +1,74 @@
 """Atomic file writes: a file either has its complete new content or is untouched.
 
 Everything the harness writes (manifests, results, rankings, leaderboards) goes through
-here, so a crash never leaves a half-written file that a rerun would trust.
+here, so a crash never leaves a half-written file that a rerun would trust. The temporary
+file is named `.<name>.<pid>.<random>.tmp`; one left behind by a killed process (kill -9
+skips every cleanup) is deleted by the next write beside it. Files get the mode the umask
+allows (0666 & ~umask), as `open()` would give, not mkstemp's 0600.
 """
 from __future__ import annotations
 
 import gzip
 import os
+import re
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
+
+# Temporary files written without a pid (before this scheme) count as stale after this long.
+STALE_SECONDS = 3600
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def clean_stale_tmp(folder: Path, name: str) -> list[Path]:
+    """Delete temporary files for `name` in `folder` whose writer is gone; returns what it deleted."""
+    removed = []
+    try:
+        entries = list(folder.glob(f".{glob_escape(name)}.*.tmp"))
+    except OSError:
+        return removed
+    for tmp in entries:
+        middle = tmp.name[len(name) + 2:-len(".tmp")].split(".")  # "<pid>.<random>", or "<random>" (old)
+        if len(middle) == 2 and middle[0].isdigit():
+            pid = middle[0]
+        elif len(middle) == 1:
+            pid = None
+        else:
+            continue
+        try:
+            if pid is not None and int(pid) != os.getpid() and not _alive(int(pid)):
+                stale = True
+            elif pid is None:
+                stale = time.time() - tmp.stat().st_mtime > STALE_SECONDS
+            else:
+                stale = False
+            if stale:
+                tmp.unlink()
+                removed.append(tmp)
+        except (OSError, ValueError):
+            pass
+    return removed
+
+
+def glob_escape(name: str) -> str:
+    return re.sub(r"([*?\[])", r"[\1]", name)
 
 
 @contextmanager
@@ -18,9 +76,11 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", *, gz: bool = False) -
     """Open a temporary file beside `path`; on success rename it over `path`, on error delete it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    clean_stale_tmp(path.parent, path.name)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())
         if gz:
             # mtime=0 keeps the gzip header free of the clock, so equal content gives equal bytes.
             raw = open(tmp, "wb")

@@ -37,22 +37,22 @@ def cmd_split(args) -> int:
     from harness.evaluation.splits import (
         build_split,
         counts_table,
-        get_split,
+        get_splits,
         write_manifest,
     )
-    from harness.runs.run_job import open_collection
+    from harness.runs.run_job import open_collection, unique_seeds
 
     reg = _registry()
     collection = open_collection(reg, args.collection, data_dir=args.data_dir, background=args.background)
-    splits = []
-    for seed in args.seeds:
-        if args.overwrite:
-            split = build_split(collection, seed, args.author_fraction)
+    seeds = unique_seeds(args.seeds)
+    if args.overwrite:  # every seed builds before any manifest is written
+        splits = [build_split(collection, seed, args.author_fraction) for seed in seeds]
+        for split in splits:
             write_manifest(split, args.splits_dir)
-        else:
-            split = get_split(collection, seed, args.splits_dir, author_fraction=args.author_fraction)
-        splits.append(split)
-        print(f"{collection.name} seed {seed}: sha256 {split.sha256[:16]}…", file=sys.stderr)
+    else:
+        splits = get_splits(collection, seeds, args.splits_dir, author_fraction=args.author_fraction)
+    for split in splits:
+        print(f"{collection.name} seed {split.seed}: sha256 {split.sha256[:16]}…", file=sys.stderr)
     print(counts_table(splits))
     return 0
 
@@ -119,7 +119,8 @@ def cmd_curate(args) -> int:
 def cmd_leaderboard(args) -> int:
     from harness.reports.leaderboard import write_leaderboards
 
-    written = write_leaderboards(args.runs_dir, args.out, plots=not args.no_plots)
+    written = write_leaderboards(args.runs_dir, args.out, plots=not args.no_plots, splits_dir=args.splits_dir,
+                                 allow_empty=args.allow_empty)
     for p in written:
         print(f"wrote {p}", file=sys.stderr)
     print((Path(args.out) / "main.md").read_text(encoding="utf-8"))
@@ -200,6 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"))
     sp.add_argument("--out", type=Path, default=Path("leaderboards"))
     sp.add_argument("--no-plots", action="store_true")
+    sp.add_argument("--splits-dir", type=Path, default=Path("splits"),
+                    help="split manifests the results are checked against (default: splits)")
+    sp.add_argument("--allow-empty", action="store_true", help="write the pages even when the runs folder has no results")
     sp.set_defaults(fn=cmd_leaderboard)
     return p
 

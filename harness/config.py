@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 import typing
 from typing import Any, Mapping
 
@@ -29,7 +30,12 @@ def _parse(value: str, tp: Any, key: str) -> Any:
             if value.lower() in ("0", "false", "no", "off"):
                 return False
             raise ValueError(value)
-        if tp in (int, float, str):
+        if tp is float:
+            number = float(value)
+            if not math.isfinite(number):
+                raise ConfigError(f"config key {key!r}: {value!r} is not a finite number")
+            return number
+        if tp in (int, str):
             return tp(value)
         if origin is tuple:
             parts = [p for p in value.replace("(", "").replace(")", "").split(",") if p.strip()]
@@ -57,9 +63,31 @@ def build_config(cls: type, overrides: Mapping[str, str] | None = None) -> Any:
             raise UnknownNameError(f"{cls.__name__} has no key {key!r}{hint} (keys: {', '.join(names)})")
         kwargs[key] = raw if not isinstance(raw, str) else _parse(raw, hints[key], key)
     try:
-        return cls(**kwargs)
+        config = cls(**kwargs)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"{cls.__name__}: {e}") from None
+    for f in dataclasses.fields(config):
+        bad = _non_finite(getattr(config, f.name))
+        if bad is not None:
+            raise ConfigError(f"{cls.__name__}: {f.name} = {bad!r} is not a finite number")
+    return config
+
+
+def _non_finite(value: Any) -> float | None:
+    """The first NaN or infinite float in a config value (nested lists, tuples, dicts too), else None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else value
+    if isinstance(value, (list, tuple)):
+        items = value
+    elif isinstance(value, dict):
+        items = list(value.values())
+    else:
+        return None
+    for v in items:
+        bad = _non_finite(v)
+        if bad is not None:
+            return bad
+    return None
 
 
 def config_dict(config: Any) -> dict[str, Any]:

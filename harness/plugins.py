@@ -3,12 +3,18 @@
 Built-in plugins are listed in DEFAULT_PLUGINS; external packages join through the
 `aa_harness` entry-point group. Set AA_HARNESS_DISABLE_PLUGIN_AUTOLOAD=1 to skip entry
 points, or AA_HARNESS_BLOCK_PLUGINS=name1,name2 to block single ones.
+
+A plugin that fails to import or raises while registering is reported (on stderr, and in
+`Registry.failures`) and left out; the other plugins and systems work on. A plugin that
+registers a name another plugin already registered is an error naming both.
 """
 from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.metadata
 import os
+import sys
 from dataclasses import dataclass, field
 
 import pluggy
@@ -38,12 +44,30 @@ def plugin_manager(*, entrypoints: bool = True, extra: tuple = ()) -> pluggy.Plu
     for name in DEFAULT_PLUGINS:
         if not pm.is_blocked(name):
             pm.register(importlib.import_module(name), name=name)
+    pm.aa_failures = []  # (plugin, message) of plugins that failed to load; load_registry reports them
+    pm.aa_packages = {}  # entry-point name -> "name (package distribution)", for messages
     if entrypoints and not os.environ.get("AA_HARNESS_DISABLE_PLUGIN_AUTOLOAD"):
-        pm.load_setuptools_entrypoints(hookspecs.PROJECT)
+        _load_entrypoints(pm)
     for plugin in extra:
         pm.register(plugin)
     pm.check_pending()  # a misspelt hook name fails loudly
     return pm
+
+
+def _load_entrypoints(pm: pluggy.PluginManager) -> None:
+    """pluggy's load_setuptools_entrypoints, except that a plugin that fails to import is recorded, not fatal."""
+    for dist in list(importlib.metadata.distributions()):
+        for ep in dist.entry_points:
+            if ep.group != hookspecs.PROJECT or pm.get_plugin(ep.name) or pm.is_blocked(ep.name):
+                continue
+            label = f"{ep.name} (package {dist.metadata['name']})"
+            try:
+                plugin = ep.load()
+            except Exception as e:  # a broken third-party plugin must not break the harness
+                pm.aa_failures.append((label, f"failed to import: {type(e).__name__}: {e}"))
+                continue
+            pm.register(plugin, name=ep.name)
+            pm.aa_packages[ep.name] = label
 
 
 def _suggest(name: str, choices) -> str:
@@ -55,6 +79,7 @@ def _suggest(name: str, choices) -> str:
 class Registry:
     systems: dict[str, SystemSpec] = field(default_factory=dict)
     collections: dict[str, CollectionSpec] = field(default_factory=dict)
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (plugin, what went wrong)
 
     def system(self, name: str) -> SystemSpec:
         if name not in self.systems:
@@ -72,18 +97,43 @@ class Registry:
         return self.collections[name]
 
 
-def load_registry(pm: pluggy.PluginManager | None = None) -> Registry:
+def _plugin_label(pm: pluggy.PluginManager, plugin) -> str:
+    """The package or module a plugin came from, for messages."""
+    name = pm.get_name(plugin)
+    if name in getattr(pm, "aa_packages", {}):
+        return pm.aa_packages[name]
+    if isinstance(plugin, type(sys)):
+        return plugin.__name__
+    return f"{type(plugin).__module__}.{type(plugin).__qualname__}"
+
+
+def load_registry(pm: pluggy.PluginManager | None = None, *, warn=None) -> Registry:
+    """Call each plugin's hooks on its own: one that raises is reported through `warn` (default: a line on
+    stderr) and skipped, with nothing it registered kept; a name registered twice is a HarnessError."""
     pm = pm or plugin_manager()
-    reg = Registry()
-
-    def adder(table: dict, kind: str):
-        def register(spec):
-            if spec.name in table:
-                raise HarnessError(f"two plugins register the {kind} {spec.name!r}")
-            table[spec.name] = spec
-
-        return register
-
-    pm.hook.register_systems(register=adder(reg.systems, "system"))
-    pm.hook.register_collections(register=adder(reg.collections, "collection"))
+    warn = warn or (lambda msg: print(f"aa-harness: warning: {msg}", file=sys.stderr))
+    reg = Registry(failures=list(getattr(pm, "aa_failures", [])))
+    owner: dict[tuple[str, str], str] = {}
+    for hook, table, kind in ((pm.hook.register_systems, reg.systems, "system"),
+                              (pm.hook.register_collections, reg.collections, "collection")):
+        for impl in hook.get_hookimpls():
+            label = _plugin_label(pm, impl.plugin)
+            staged = []
+            try:
+                impl.function(register=staged.append)
+                for spec in staged:
+                    if not isinstance(spec, (SystemSpec if kind == "system" else CollectionSpec)):
+                        raise TypeError(f"register() expects a {'SystemSpec' if kind == 'system' else 'CollectionSpec'}, "
+                                        f"got {type(spec).__name__}")
+            except Exception as e:  # a broken third-party plugin must not break the others
+                reg.failures.append((label, f"failed while registering {kind}s: {type(e).__name__}: {e}"))
+                continue
+            for spec in staged:
+                if spec.name in table:
+                    raise HarnessError(f"the {kind} {spec.name!r} is registered by both {owner[(kind, spec.name)]} "
+                                       f"and {label}; block one with AA_HARNESS_BLOCK_PLUGINS")
+                table[spec.name] = spec
+                owner[(kind, spec.name)] = label
+    for label, message in reg.failures:
+        warn(f"plugin {label} {message}; left out")
     return reg

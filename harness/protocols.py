@@ -14,7 +14,8 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from harness.data.documents import Document
-from harness.evaluation.ranking import top_k_inner_product
+from harness.errors import HarnessError
+from harness.evaluation.ranking import check_vectors, top_k_inner_product
 
 Rankings = dict[str, list[tuple[str, float]]]
 
@@ -41,9 +42,13 @@ class DenseRanker:
         self.encoder = encoder
 
     def rank(self, queries: Sequence[Document], candidates: Sequence[Document], k: int) -> Rankings:
-        cand = np.asarray(self.encoder.encode(candidates), dtype=np.float32)
-        qv = np.asarray(self.encoder.encode(queries), dtype=np.float32)
-        ranked = top_k_inner_product(qv, cand, [d.documentID for d in candidates], k)
+        cand = check_vectors(self.encoder.encode(candidates), candidates, "encode() of the candidates")
+        qv = check_vectors(self.encoder.encode(queries), queries, "encode() of the queries")
+        if cand.shape[1] != qv.shape[1]:
+            raise HarnessError(f"encode() gave {qv.shape[1]}-dimensional query vectors and {cand.shape[1]}-dimensional "
+                               "candidate vectors")
+        ranked = top_k_inner_product(qv, cand, [d.documentID for d in candidates], k,
+                                     query_ids=[q.documentID for q in queries])
         return {q.documentID: r for q, r in zip(queries, ranked)}
 
 
@@ -52,8 +57,6 @@ def as_ranker(system) -> Ranker:
         return system
     if isinstance(system, Encoder):
         return DenseRanker(system)
-    from harness.errors import HarnessError
-
     if isinstance(system, Reranker):
         raise HarnessError(f"{type(system).__name__} is a reranker: use `aa-harness rerank SYSTEM --first-stage RUN`")
     raise HarnessError(f"{type(system).__name__} implements neither rank() nor encode()")

@@ -31,5 +31,6 @@ def test_run_and_leaderboard_from_the_cli(tmp_path, capsys):
     runs, out = tmp_path / "runs", tmp_path / "lb"
     assert main(["run", "bm25", "--seeds", "0", "--runs-dir", str(runs), "--splits-dir", str(tmp_path / "s"),
                  "--no-progress"]) == 0
-    assert main(["leaderboard", "--runs-dir", str(runs), "--out", str(out), "--no-plots"]) == 0
+    assert main(["leaderboard", "--runs-dir", str(runs), "--out", str(out), "--no-plots",
+                 "--splits-dir", str(tmp_path / "s")]) == 0
     assert "| bm25 " in (out / "main.md").read_text()

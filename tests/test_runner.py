@@ -38,8 +38,10 @@ def test_up_to_date_results_are_skipped_unless_overwrite(tmp_path):
     run_job(reg, _job(tmp_path), log=lambda *_: None)
     again = run_job(reg, _job(tmp_path), log=lambda *_: None)
     assert all(o.skipped for o in again)
-    changed = run_job(reg, _job(tmp_path, overrides={"k1": "0.5"}), log=lambda *_: None)
-    assert not any(o.skipped for o in changed)  # another config is another result
+    from harness.errors import HarnessError
+
+    with pytest.raises(HarnessError, match=r"k1 \(0\.5 vs 0\.25\)"):  # another config under one name: refused
+        run_job(reg, _job(tmp_path, overrides={"k1": "0.5"}), log=lambda *_: None)
     forced = run_job(reg, _job(tmp_path, overwrite=True, overrides={"k1": "0.5"}), log=lambda *_: None)
     assert not any(o.skipped for o in forced)
 
@@ -69,7 +71,9 @@ def test_rerun_after_crash_resumes_at_the_missing_seed(tmp_path):
 
     reg = load_registry(plugin_manager(entrypoints=False, extra=(FlakyPlugin(),)))
     Flaky.calls = 0
-    with pytest.raises(RuntimeError):
+    from harness.errors import HarnessError
+
+    with pytest.raises(HarnessError, match="system 'flaky': rank\\(\\) failed: RuntimeError: boom"):
         run_job(reg, _job(tmp_path, systems=["flaky"]), log=lambda *_: None)
     done = sorted(p.name for p in (tmp_path / "runs" / "demo" / "flaky").iterdir())
     assert done == ["seed-0.json", "seed-0.rankings.jsonl.gz"]  # nothing half-written for seed 1001

@@ -2,12 +2,19 @@
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from harness.errors import DataError
 
 REQUIRED_FIELDS = ("documentID", "authorIDs", "fullText", "genre")
+
+
+def canonical_genre(genre: str) -> str:
+    """The form genres are compared in: Unicode NFC, surrounding whitespace stripped, inner runs of
+    whitespace made one space. So " blog", "blog\n" and "blog" are one genre; case still counts."""
+    return " ".join(unicodedata.normalize("NFC", genre).split())
 
 
 @dataclass(frozen=True)
@@ -49,4 +56,4 @@ def document_from_record(record: Mapping[str, Any], where: str, *, required=REQU
     if "genre" in required and (not isinstance(genre, str) or not genre.strip()):
         raise DataError(f"{where}: document {doc_id!r}: 'genre' must be a non-empty string, got {genre!r}")
     extra = {k: v for k, v in record.items() if k not in REQUIRED_FIELDS}
-    return Document(doc_id, tuple(authors), text, genre if isinstance(genre, str) else "", extra)
+    return Document(doc_id, tuple(authors), text, canonical_genre(genre) if isinstance(genre, str) else "", extra)

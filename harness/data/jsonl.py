@@ -10,14 +10,17 @@ from harness.errors import DataError
 
 
 def open_text(path: Path):
+    """Text in UTF-8; a leading byte-order mark (some editors write one) is dropped."""
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return gzip.open(path, "rt", encoding="utf-8-sig")
+    return open(path, encoding="utf-8-sig")
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line; raise DataError on anything else."""
     path = Path(path)
+    if path.is_dir():
+        raise DataError(f"{path}: is a folder, not a JSONL(.gz) file")
     if not path.is_file():
         raise DataError(f"{path}: file not found")
     try:

@@ -9,6 +9,13 @@ For a seed S, a local `random.Random(S)` (never global randomness, never set ord
      documents in other genres (the needles), all background documents, and the documents
      of foreground authors that were not sampled.
 
+Co-authored documents (several authorIDs): a document is a needle of a query when it shares
+at least one author with the query and is in another genre. A candidate in the query's
+genre sharing an author with a query is left out of the pool (neither a needle nor a fair
+distractor). When co-authorship ties sampled authors together, a needle can itself be
+claimed as a query, which may leave a query with no needle; such a query is set aside
+(neither query nor candidate), deterministically, and the split keeps the rest.
+
 Non-sampled foreground authors stay in the pool on purpose: they write in several genres
 just like the needles' authors, so they are the hardest distractors a system meets, and
 keeping them makes the pool nearly the same across seeds (only the query documents move).
@@ -129,8 +136,12 @@ def build_split(collection: Collection, seed: int, author_fraction: float = DEFA
     needles = {}
     for q in sorted(query_ids):
         found = {c for a in docs[q].authorIDs for c in by_author.get(a, ()) if docs[c].genre != query_genre[q]}
-        needles[q] = tuple(sorted(found))
-    queries = tuple(Query(q, docs[q].authorIDs, query_genre[q]) for q in sorted(query_ids))
+        if found:  # a query without a needle (only possible through co-authorship) is set aside
+            needles[q] = tuple(sorted(found))
+    if not needles:
+        raise DataError(f"collection {collection.name!r} seed {seed}: no query has a needle "
+                        "(a needle shares an author with its query and is in another genre)")
+    queries = tuple(Query(q, docs[q].authorIDs, query_genre[q]) for q in sorted(needles))
     split = Split(
         collection=collection.name,
         seed=seed,
@@ -156,17 +167,6 @@ def check_split(split: Split, collection: Collection | None = None) -> None:
     if not qids:
         raise DataError(f"{where}: no queries")
     docs = collection.documents if collection is not None else None
-    for q in split.queries:
-        needles = split.needles.get(q.documentID, ())
-        if not needles:
-            raise DataError(f"{where}: query {q.documentID!r} has no needle")
-        if q.documentID in cands:
-            raise DataError(f"{where}: query {q.documentID!r} is also a candidate")
-        for n in needles:
-            if n not in cands:
-                raise DataError(f"{where}: needle {n!r} of query {q.documentID!r} is not a candidate")
-            if docs is not None and split.builder.get("name") == BUILDER and docs[n].genre == q.genre:
-                raise DataError(f"{where}: needle {n!r} shares its query's genre {q.genre!r}")
     if docs is not None:
         missing = [d for d in [*qids, *split.candidates] if d not in docs]
         if missing:
@@ -174,6 +174,34 @@ def check_split(split: Split, collection: Collection | None = None) -> None:
                 f"{where}: {len(missing)} document id(s) of the manifest are not in the collection (first: {missing[0]!r}); "
                 "the manifest was built from other data"
             )
+    extra = sorted(set(split.needles) - set(qids))
+    if extra:
+        raise DataError(f"{where}: needles listed for {extra[0]!r}, which is not a query")
+    for q in split.queries:
+        needles = split.needles.get(q.documentID, ())
+        if not needles:
+            raise DataError(f"{where}: query {q.documentID!r} has no needle")
+        if q.documentID in cands:
+            raise DataError(f"{where}: query {q.documentID!r} is also a candidate")
+        if len(set(needles)) != len(needles):
+            raise DataError(f"{where}: query {q.documentID!r} lists a needle twice")
+        if docs is not None and set(q.authorIDs) != set(docs[q.documentID].authorIDs):
+            raise DataError(f"{where}: query {q.documentID!r} has authors {list(q.authorIDs)} in the manifest, "
+                            f"{list(docs[q.documentID].authorIDs)} in the collection")
+        builder_genres = docs is not None and split.builder.get("name") == BUILDER
+        if builder_genres and q.genre != docs[q.documentID].genre:
+            raise DataError(f"{where}: query {q.documentID!r} has genre {q.genre!r} in the manifest, "
+                            f"{docs[q.documentID].genre!r} in the collection")
+        for n in needles:
+            if n not in cands:
+                raise DataError(f"{where}: needle {n!r} of query {q.documentID!r} is not a candidate")
+            if docs is None:
+                continue
+            if not set(docs[n].authorIDs) & set(docs[q.documentID].authorIDs):
+                raise DataError(f"{where}: needle {n!r} of query {q.documentID!r} shares no author with it "
+                                f"({list(docs[n].authorIDs)} vs {list(docs[q.documentID].authorIDs)})")
+            if builder_genres and docs[n].genre == q.genre:
+                raise DataError(f"{where}: needle {n!r} shares its query's genre {q.genre!r}")
 
 
 def split_from_manifest(obj: Mapping[str, Any], where: str) -> Split:
@@ -246,6 +274,21 @@ def get_split(
     if write:
         write_manifest(split, splits_dir)
     return split
+
+
+def get_splits(
+    collection: Collection,
+    seeds: Sequence[int],
+    splits_dir: Path,
+    *,
+    author_fraction: float = DEFAULT_AUTHOR_FRACTION,
+) -> list[Split]:
+    """get_split for each seed, writing no manifest unless every requested seed builds."""
+    splits = [get_split(collection, seed, splits_dir, author_fraction=author_fraction, write=False) for seed in seeds]
+    for split in splits:
+        if not manifest_path(splits_dir, split.collection, split.seed).exists():
+            write_manifest(split, splits_dir)
+    return splits
 
 
 def counts_table(splits: Sequence[Split]) -> str:

@@ -127,6 +127,16 @@ def embed_features(model: BiEncoder, features: Sequence[Any], device: torch.devi
     Vectors stay on the device until the end, so the host collates the next batch while the
     device computes this one (no synchronisation per batch).
     """
+    from harness.neural.oom import retry_on_oom
+
+    # Out of GPU memory: halve the token budget and retry (said once), rather than lose the run.
+    return retry_on_oom(lambda budget: _embed_features(model, features, device, max_tokens=budget, max_batch=max_batch,
+                                                       progress=progress, desc=desc, amp=amp),
+                        max_tokens, what=desc)
+
+
+def _embed_features(model: BiEncoder, features: Sequence[Any], device: torch.device, *, max_tokens: int,
+                    max_batch: int, progress: bool, desc: str, amp: bool) -> np.ndarray:
     from tqdm.auto import tqdm
 
     if getattr(model, "fast_embed", None) is not None:

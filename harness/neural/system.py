@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from harness.data.documents import Document
+from harness.evaluation.ranking import check_vectors
 from harness.neural.device import device_label, pick_device
 from harness.neural.distributed import is_main
 from harness.neural.embed_cache import EmbeddingCache, default_cache_root, model_key
@@ -48,8 +49,8 @@ class EncoderSystem:
     def rank(self, queries: Sequence[Document], candidates: Sequence[Document], k: int):
         from harness.neural.search import top_k_by_backend
 
-        cand = self.encode(candidates)
-        qv = self.encode(queries)
+        cand = check_vectors(self.encode(candidates), candidates, "encode() of the candidates")
+        qv = check_vectors(self.encode(queries), queries, "encode() of the queries")
         ids = [d.documentID for d in candidates]
         if self.search_index == "exact":
             ranked = top_k_by_backend(qv, cand, ids, k, device=self.device)

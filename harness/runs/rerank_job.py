@@ -14,17 +14,31 @@ from typing import Sequence
 
 from harness.config import build_config, config_dict
 from harness.errors import HarnessError
-from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, SEEDS, get_split
+from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, SEEDS, get_splits
 from harness.plugins import Registry
 from harness.runs.results import (
     DEFAULT_RUNS_DIR,
+    check_run_name,
+    check_runs_dir,
     rankings_path,
     read_rankings,
     read_result,
     result_path,
+    verify_result,
 )
-from harness.runs.run_job import DEFAULT_SPLITS_DIR, open_collection
-from harness.runs.runner import RunOutcome, record_run, up_to_date
+from harness.runs.run_job import (
+    DEFAULT_SPLITS_DIR,
+    check_one_config,
+    open_collection,
+    unique_seeds,
+)
+from harness.runs.runner import (
+    RunOutcome,
+    call_system,
+    describe_system,
+    record_run,
+    up_to_date,
+)
 from harness.specs import load_object
 
 
@@ -55,37 +69,50 @@ def rerank_job(registry: Registry, job: RerankJob, log=print) -> list[RunOutcome
         rerankers = sorted(s.name for s in registry.systems.values() if "rerank" in s.capabilities)
         raise HarnessError(f"system {job.system!r} is not a reranker (rerankers: {', '.join(rerankers) or 'none'})")
     config = build_config(load_object(spec.config), job.overrides)
-    collection = open_collection(registry, job.collection, data_dir=job.data_dir)
+    check_run_name(job.first_stage, "first-stage run name")
+    if job.run_name is not None:
+        check_run_name(job.run_name)
     name = job.run_name or default_run_name(job.first_stage, spec.name, config)
+    check_run_name(name)
+    check_runs_dir(job.runs_dir)
+    collection = open_collection(registry, job.collection, data_dir=job.data_dir)
+    check_runs_dir(job.runs_dir, collection.name, name)
+    seeds = unique_seeds(job.seeds)
+    check_one_config(Path(job.runs_dir) / collection.name / name, spec.name,
+                     {**config_dict(config), "first_stage": job.first_stage}, seeds, job.overwrite)
+    splits = get_splits(collection, seeds, job.splits_dir, author_fraction=job.author_fraction)
     system, outcomes = None, []
-    for seed in job.seeds:
-        split = get_split(collection, seed, job.splits_dir, author_fraction=job.author_fraction)
+    for seed, split in zip(seeds, splits):
         first = result_path(job.runs_dir, collection.name, job.first_stage, seed)
         if not first.is_file():
             raise HarnessError(f"{first}: the first stage {job.first_stage!r} has no result for {collection.name} seed {seed}; run it first")
         fs = read_result(first)
         if fs["split_sha256"] != split.sha256:
             raise HarnessError(f"{first} was made on another split of {collection.name} seed {seed}")
+        verify_result(first, fs, split)  # its rankings exist, are whole and give its metrics
         if fs["depth"] < job.depth:
             raise HarnessError(f"{first} kept the top {fs['depth']}, fewer than --depth {job.depth}")
         digest = hashlib.sha256(rankings_path(first).read_bytes()).hexdigest()
         cfg = {**config_dict(config), "first_stage": job.first_stage, "first_stage_rankings_sha256": digest}
         path = result_path(job.runs_dir, collection.name, name, seed)
-        if not job.overwrite and up_to_date(path, spec.name, cfg, split, job.depth):
+        if not job.overwrite and up_to_date(path, spec.name, cfg, split, job.depth, log=log):
             log(f"{name} on {collection.name} seed {seed}: up to date ({path}); --overwrite to recompute")
             outcomes.append(RunOutcome(path, True, read_result(path)["metrics"]))
             continue
-        system = system or load_object(spec.factory)(config)
+        system = system or call_system(spec.name, "building the system", load_object(spec.factory), config)
         first_rankings = read_rankings(first)
         docs = collection.documents
         queries = [docs[q.documentID] for q in split.queries]
         cand_lists = [[docs[c] for c, _ in first_rankings.get(q.documentID, [])[: job.depth]] for q in split.queries]
         start = time.perf_counter()
-        scores = system.rerank(queries, cand_lists)
+        scores = call_system(spec.name, "rerank()", system.rerank, queries, cand_lists)
         wall = time.perf_counter() - start
+        if not isinstance(scores, (list, tuple)) or len(scores) != len(cand_lists) or any(
+                len(sc) != len(c) for sc, c in zip(scores, cand_lists)):
+            raise HarnessError(f"system {spec.name!r}: rerank() must return one score per candidate, per query")
         rankings = {q.documentID: [(c.documentID, float(s)) for c, s in zip(cands, sc)]
                     for q, cands, sc in zip(split.queries, cand_lists, scores) if cands}
-        extra = {**getattr(system, "describe", lambda: {})(), "first_stage": job.first_stage,
+        extra = {**describe_system(spec.name, system), "first_stage": job.first_stage,
                  "first_stage_metrics": fs["metrics"]}
         out = record_run(system_name=spec.name, system=system, config=cfg, collection=collection, split=split,
                          rankings=rankings, wall=wall, runs_dir=job.runs_dir, run_name=name, depth=job.depth, extra=extra)

@@ -8,24 +8,61 @@ Result schema (version 1):
   metrics {success@8, success@100, mrr@20}, ci95 {metric: [lo, hi]}, per_genre
   {genre: {n_queries, success@8, success@100, mrr@20}}, success_curve [S@1..S@100],
   first_needle_rank {queryID: rank or null}, n_queries, n_ranked, n_candidates,
-  provenance {packages, git_commit, device, platform, wall_seconds, finished_at}, extra {}.
+  provenance {packages, git_commit, device, platform, wall_seconds, finished_at}, extra {},
+  rankings_sha256 (sha256 of the rankings file's bytes; results written before it was added
+  lack it and are checked by recomputing their metrics alone).
+
+A result is trusted only after `verify_result`: the rankings file exists, its hash matches,
+and the metrics recomputed from it and the split manifest equal the ones stored.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 from harness.atomic import atomic_open, atomic_write_text
 from harness.data.jsonl import iter_jsonl
-from harness.errors import DataError
+from harness.errors import DataError, HarnessError
 
 SCHEMA_VERSION = 1
 DEFAULT_RUNS_DIR = Path("leaderboards") / "runs"
+RUN_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*")
+REQUIRED = {"system": str, "run_name": str, "config": dict, "collection": str, "seed": int, "split_sha256": str,
+            "depth": int, "metrics": dict, "per_genre": dict, "success_curve": list, "first_needle_rank": dict,
+            "n_queries": int, "n_candidates": int, "provenance": dict}
+# What a reader recomputes from the rankings and the manifest and compares with what is stored.
+RECOMPUTED = ("metrics", "per_genre", "success_curve", "first_needle_rank", "n_queries", "n_ranked")
+
+
+def check_run_name(name: str, what: str = "run name") -> str:
+    """A run name is one safe path component: [A-Za-z0-9._+-], not starting with a dot, at most 200 characters.
+
+    It becomes a folder under <runs_dir>/<collection>/, so "..", "/etc/x" or "a/b" would write
+    outside the runs folder or where the leaderboard never looks.
+    """
+    if not isinstance(name, str) or not RUN_NAME.fullmatch(name) or len(name) > 200:
+        raise HarnessError(f"{what} {name!r} is not allowed: use letters, digits and . _ + - "
+                           "(one path component, not starting with a dot)")
+    return name
 
 
 def result_path(runs_dir: Path, collection: str, run_name: str, seed: int) -> Path:
-    return Path(runs_dir) / collection / run_name / f"seed-{seed}.json"
+    check_run_name(run_name)
+    check_run_name(collection, "collection name")
+    return Path(runs_dir) / collection / run_name / f"seed-{int(seed)}.json"
+
+
+def check_runs_dir(runs_dir: Path, *parts: str) -> None:
+    """Fail before any work when results could not be written: a path on the way is a file."""
+    p = Path(runs_dir)
+    for part in ("", *parts):
+        p = p / part if part else p
+        if p.exists() and not p.is_dir():
+            raise HarnessError(f"{p}: is a file, but results are written into a folder there (--runs-dir)")
 
 
 def rankings_path(result: Path) -> Path:
@@ -33,21 +70,67 @@ def rankings_path(result: Path) -> Path:
 
 
 def read_result(path: Path) -> dict[str, Any]:
+    """A result JSON with the fields of schema version 1, or a DataError naming the file and what is wrong."""
     try:
-        obj = json.loads(Path(path).read_text(encoding="utf-8"))
+        obj = json.loads(Path(path).read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        raise DataError(f"{path}: result file not found") from None
+    except UnicodeDecodeError as e:
+        raise DataError(f"{path}: result file is not UTF-8 ({e.reason} at byte {e.start})") from None
     except json.JSONDecodeError as e:
         raise DataError(f"{path}: malformed result JSON ({e.msg} at line {e.lineno})") from None
+    except OSError as e:
+        raise DataError(f"{path}: cannot read ({e.strerror or e})") from None
+    if not isinstance(obj, dict):
+        raise DataError(f"{path}: a result must be a JSON object, got {type(obj).__name__}")
     if obj.get("schema_version") != SCHEMA_VERSION:
         raise DataError(f"{path}: result schema_version {obj.get('schema_version')!r}, this harness reads {SCHEMA_VERSION}")
+    missing = [k for k in REQUIRED if k not in obj]
+    if missing:
+        raise DataError(f"{path}: result lacks field(s) {', '.join(missing)}")
+    wrong = [k for k, tp in REQUIRED.items() if not isinstance(obj[k], tp) or (tp is int and isinstance(obj[k], bool))]
+    if wrong:
+        raise DataError(f"{path}: result field(s) of the wrong type: "
+                        + ", ".join(f"{k} ({type(obj[k]).__name__}, expected {REQUIRED[k].__name__})" for k in wrong))
+    bad = [m for m in ("success@8", "success@100", "mrr@20")
+           if not isinstance(obj["metrics"].get(m), (int, float)) or not math.isfinite(obj["metrics"][m])]
+    if bad:
+        raise DataError(f"{path}: metrics lack a finite {', '.join(bad)}")
+    for g, row in obj["per_genre"].items():
+        if not isinstance(row, dict) or not all(isinstance(row.get(m), (int, float)) for m in ("n_queries", "success@8")):
+            raise DataError(f"{path}: per_genre[{g!r}] is not {{n_queries, success@8, success@100, mrr@20}}")
+    if "rankings_sha256" in obj and not isinstance(obj["rankings_sha256"], str):
+        raise DataError(f"{path}: rankings_sha256 must be a string")
     return obj
 
 
-def write_result(path: Path, result: dict[str, Any], rankings: dict[str, list[tuple[str, float]]]) -> None:
-    """Rankings first, then the result JSON; each atomically."""
-    with atomic_open(rankings_path(path), "w", gz=True) as f:
+def _rankings_bytes(rankings: Mapping[str, list[tuple[str, float]]]) -> bytes:
+    import gzip
+    import io
+
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0) as zf:
         for qid in sorted(rankings):
-            f.write(json.dumps({"queryID": qid, "ranking": [[c, s] for c, s in rankings[qid]]}) + "\n")
-    atomic_write_text(path, json.dumps(result, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+            zf.write((json.dumps({"queryID": qid, "ranking": [[c, s] for c, s in rankings[qid]]}) + "\n").encode("utf-8"))
+    return buf.getvalue()
+
+
+def write_result(path: Path, result: dict[str, Any], rankings: dict[str, list[tuple[str, float]]]) -> None:
+    """Rankings first, then the result JSON (holding the rankings file's sha256); each atomically.
+
+    Raises HarnessError, writing nothing, when the result is not plain JSON (e.g. what a system's
+    describe() returned holds an object JSON cannot store).
+    """
+    data = _rankings_bytes(rankings)
+    result = {**result, "rankings_sha256": hashlib.sha256(data).hexdigest()}
+    try:
+        text = json.dumps(result, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+    except (TypeError, ValueError) as e:
+        raise HarnessError(f"{path}: the result is not plain JSON ({e}); nothing was written "
+                           "(is a value of the system's describe() an object?)") from None
+    with atomic_open(rankings_path(path), "wb") as f:
+        f.write(data)
+    atomic_write_text(path, text)
 
 
 def read_rankings(result: Path) -> dict[str, list[tuple[str, float]]]:
@@ -60,6 +143,95 @@ def read_rankings(result: Path) -> dict[str, list[tuple[str, float]]]:
     return out
 
 
+def rankings_sha256(result: Path) -> str:
+    try:
+        return hashlib.sha256(rankings_path(result).read_bytes()).hexdigest()
+    except FileNotFoundError:
+        raise DataError(f"{rankings_path(result)}: rankings file not found (the result {result} needs it)") from None
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None:
+        return a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def verify_result(path: Path, result: Mapping[str, Any], split) -> None:
+    """Check a result against its rankings file and the split it names; DataError with the path if not.
+
+    split: the harness.evaluation.splits.Split the result was made on (its sha256 must match).
+    The metrics are recomputed from the rankings (cheap: ids in, numbers out), so an edited
+    metric, a swapped or truncated rankings file, or a missing one is found.
+    """
+    from harness.evaluation.metrics import evaluate
+
+    if result["split_sha256"] != split.sha256:
+        raise DataError(f"{path}: made on split {result['split_sha256'][:12]}…, the manifest of "
+                        f"{split.collection} seed {split.seed} is {split.sha256[:12]}…")
+    digest = rankings_sha256(path)
+    if "rankings_sha256" in result and result["rankings_sha256"] != digest:
+        raise DataError(f"{rankings_path(path)}: sha256 differs from the one {path.name} records "
+                        "(rankings replaced or truncated)")
+    rankings = read_rankings(path)
+    unknown = sorted(set(rankings) - {q.documentID for q in split.queries})
+    if unknown:
+        raise DataError(f"{rankings_path(path)}: ranks {unknown[0]!r}, not a query of the split")
+    scores = evaluate(rankings, split.needles, split.query_genres)
+    differ = [k for k in RECOMPUTED if k in result and not _same(result[k], scores[k])]
+    if differ:
+        k = differ[0]
+        detail = (f" (stored {result[k]!r}, recomputed {scores[k]!r})" if k == "metrics" else "")
+        raise DataError(f"{path}: {', '.join(differ)} differ from what its rankings give{detail}; "
+                        "the result was edited or its rankings replaced")
+
+
 def iter_results(runs_dir: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """Every result under runs_dir, checked to sit where its fields say (collection/run name/seed)."""
     for path in sorted(Path(runs_dir).glob("*/*/seed-*.json")):
-        yield path, read_result(path)
+        res = read_result(path)
+        where = (path.parent.parent.name, path.parent.name, path.name)
+        says = (res["collection"], res["run_name"], f"seed-{res['seed']}.json")
+        if where != says:
+            raise DataError(f"{path}: the file says collection {says[0]!r}, run {says[1]!r}, seed {res['seed']}, "
+                            f"but sits at {'/'.join(where)} (copied or renamed by hand?)")
+        yield path, res
+
+
+# Config keys that differ from seed to seed by design (each seed reranks its own first-stage rankings).
+PER_SEED_CONFIG_KEYS = frozenset({"first_stage_rankings_sha256"})
+
+
+def config_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """`key (a vs b)` for each system/config key where two results of one run differ (per-seed keys aside)."""
+    out = []
+    if a.get("system") != b.get("system"):
+        out.append(f"system ({a.get('system')!r} vs {b.get('system')!r})")
+    ca, cb = a.get("config", {}), b.get("config", {})
+    for k in sorted(set(ca) | set(cb)):
+        if k in PER_SEED_CONFIG_KEYS:
+            continue
+        if ca.get(k, "<absent>") != cb.get(k, "<absent>"):
+            out.append(f"{k} ({ca.get(k, '<absent>')!r} vs {cb.get(k, '<absent>')!r})")
+    return out
+
+
+def check_run_consistent(results: list[tuple[Path, Mapping[str, Any]]]) -> None:
+    """The seeds of one run share system and config, and no seed appears twice; DataError otherwise."""
+    if not results:
+        return
+    first_path, first = results[0]
+    seen: dict[int, Path] = {}
+    for path, res in results:
+        if res["seed"] in seen:
+            raise DataError(f"{path}: seed {res['seed']} of run {res['run_name']!r} appears twice (also {seen[res['seed']]})")
+        seen[res["seed"]] = path
+        diff = config_differences(first, res)
+        if diff:
+            raise DataError(f"run {res['run_name']!r} of {res['collection']!r} mixes configs: {first_path.name} and "
+                            f"{path.name} differ in {'; '.join(diff)}; rerun it under one --name per config")

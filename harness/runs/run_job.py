@@ -9,10 +9,23 @@ from typing import Sequence
 from harness.config import build_config, config_dict
 from harness.data.collection import Collection, load_collection
 from harness.errors import HarnessError
-from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, SEEDS, Split, get_split
+from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, SEEDS, get_splits
 from harness.plugins import Registry
-from harness.runs.results import DEFAULT_RUNS_DIR, result_path
-from harness.runs.runner import RunOutcome, run_split, up_to_date
+from harness.runs.results import (
+    DEFAULT_RUNS_DIR,
+    check_run_name,
+    check_runs_dir,
+    config_differences,
+    read_result,
+    result_path,
+)
+from harness.runs.runner import (
+    RunOutcome,
+    call_system,
+    describe_system,
+    run_split,
+    up_to_date,
+)
 from harness.specs import load_object
 
 DEFAULT_SPLITS_DIR = Path("splits")
@@ -22,6 +35,8 @@ def open_collection(registry: Registry, name_or_path: str, *, data_dir=None, bac
     """A registered collection by name, or an ad-hoc one from a canonical JSONL file path."""
     path = Path(name_or_path)
     if name_or_path not in registry.collections and (path.suffix in (".jsonl", ".gz") or path.exists()):
+        if path.is_dir():
+            raise HarnessError(f"{path}: is a folder; --collection takes a registered name or a JSONL(.gz) file")
         if not path.exists():
             raise HarnessError(f"{path}: collection file not found")
         name = path.name.split(".jsonl")[0]
@@ -48,10 +63,37 @@ class RunJob:
     progress: bool = True
 
 
+def unique_seeds(seeds: Sequence[int]) -> list[int]:
+    """Seeds in the order given, each once (`--seeds 7 7` ranks seed 7 once)."""
+    return list(dict.fromkeys(int(s) for s in seeds))
+
+
+def check_one_config(run_dir: Path, system: str, config: dict, seeds: Sequence[int], overwrite: bool) -> None:
+    """Refuse to put a second config into a run folder: its seeds must share system and config.
+
+    Without --overwrite any existing seed made differently is an error; with it, only seeds
+    that this job does not recompute are (they would be left mixed with the new ones).
+    """
+    for path in sorted(Path(run_dir).glob("seed-*.json")):
+        try:
+            old = read_result(path)
+        except HarnessError:
+            continue  # unreadable: recomputed if requested, reported by the leaderboard otherwise
+        if overwrite and old.get("seed") in seeds:
+            continue
+        diff = config_differences({"system": system, "config": config}, old)
+        if diff:
+            raise HarnessError(
+                f"{path} was made with another config ({'; '.join(diff)}, this run's value first); a run's seeds "
+                "must share one config: choose another --name" + ("" if overwrite else ", or --overwrite with every seed"))
+
+
 def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
     """Run each system on each seed's split; skip seeds that are up to date."""
     from tqdm.auto import tqdm
 
+    if job.run_name is not None:
+        check_run_name(job.run_name)
     if job.run_name and len(job.systems) > 1:
         raise HarnessError("--name names one run; give one system with it")
     if job.depth < 100:
@@ -62,8 +104,14 @@ def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
             raise HarnessError(f"system {spec.name!r} cannot rank a whole pool (it can: {', '.join(spec.capabilities)}); "
                                f"a reranker runs as `aa-harness rerank {spec.name} --first-stage RUN`")
     configs = {s.name: build_config(load_object(s.config), job.overrides) for s in specs}
+    check_runs_dir(job.runs_dir)
     collection = open_collection(registry, job.collection, data_dir=job.data_dir, background=job.background)
-    splits: list[Split] = [get_split(collection, seed, job.splits_dir, author_fraction=job.author_fraction) for seed in job.seeds]
+    for spec in specs:
+        name = job.run_name or spec.name
+        check_runs_dir(job.runs_dir, collection.name, name)
+        check_one_config(Path(job.runs_dir) / collection.name / name, spec.name, config_dict(configs[spec.name]),
+                         unique_seeds(job.seeds), job.overwrite)
+    splits = get_splits(collection, unique_seeds(job.seeds), job.splits_dir, author_fraction=job.author_fraction)
     outcomes = []
     for spec in specs:
         cfg = configs[spec.name]
@@ -72,7 +120,7 @@ def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
         todo = []
         for split in splits:
             path = result_path(job.runs_dir, collection.name, name, split.seed)
-            old = None if job.overwrite else up_to_date(path, spec.name, cfg_dict, split, job.depth)
+            old = None if job.overwrite else up_to_date(path, spec.name, cfg_dict, split, job.depth, log=log)
             if old:
                 log(f"{name} on {collection.name} seed {split.seed}: up to date ({path}); --overwrite to recompute")
                 outcomes.append(RunOutcome(path, True, old["metrics"]))
@@ -80,9 +128,9 @@ def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
                 todo.append(split)
         if not todo:
             continue
-        system = load_object(spec.factory)(cfg)  # built once, used for every seed
+        system = call_system(spec.name, "building the system", load_object(spec.factory), cfg)  # once, for every seed
         for split in tqdm(todo, desc=f"{name} on {collection.name}", unit="seed", disable=not job.progress, file=sys.stderr):
-            extra = getattr(system, "describe", lambda: {})()
+            extra = describe_system(spec.name, system)
             out = run_split(system_name=spec.name, system=system, config=cfg_dict, collection=collection, split=split,
                             runs_dir=job.runs_dir, run_name=name, depth=job.depth, extra=extra)
             m = out.metrics

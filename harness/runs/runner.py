@@ -5,7 +5,9 @@ skipped (unless overwrite), so a rerun after a crash picks up at the first missi
 """
 from __future__ import annotations
 
+import json
 import math
+import numbers
 import sys
 import time
 from dataclasses import dataclass
@@ -18,7 +20,13 @@ from harness.evaluation.metrics import evaluate, order
 from harness.evaluation.splits import Split
 from harness.protocols import as_ranker
 from harness.provenance import provenance
-from harness.runs.results import SCHEMA_VERSION, read_result, result_path, write_result
+from harness.runs.results import (
+    SCHEMA_VERSION,
+    read_result,
+    result_path,
+    verify_result,
+    write_result,
+)
 
 
 @dataclass(frozen=True)
@@ -28,13 +36,40 @@ class RunOutcome:
     metrics: Mapping[str, float]
 
 
-def up_to_date(path: Path, system: str, config: Mapping[str, Any], split: Split, depth: int) -> dict | None:
+def up_to_date(path: Path, system: str, config: Mapping[str, Any], split: Split, depth: int, log=None) -> dict | None:
+    """The existing result when it is for this system, config, depth and split and checks out
+    against its rankings file (see verify_result); else None, so the seed is recomputed.
+
+    A result that fails the check (edited, rankings missing, truncated or swapped) is stale:
+    `log` (when given) says why, and the seed is ranked again.
+    """
     if not path.exists():
         return None
-    old = read_result(path)
+    try:
+        old = read_result(path)
+    except HarnessError as e:
+        if log:
+            log(f"recomputing: {e}")
+        return None
     same = (old.get("system") == system and old.get("config") == config
             and old.get("split_sha256") == split.sha256 and old.get("depth") == depth)
-    return old if same else None
+    if not same:
+        return None
+    try:
+        verify_result(path, old, split)
+    except HarnessError as e:
+        if log:
+            log(f"recomputing: {e}")
+        return None
+    return old
+
+
+def _score(value: Any) -> float | None:
+    """A real, finite number as float, else None (strings, None, bools and NaN are not scores)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    f = float(value)
+    return f if math.isfinite(f) else None
 
 
 def check_rankings(rankings: Mapping, split: Split, depth: int, system: str) -> dict[str, list[tuple[str, float]]]:
@@ -47,16 +82,23 @@ def check_rankings(rankings: Mapping, split: Split, depth: int, system: str) -> 
     for qid, ranking in rankings.items():
         if qid not in qids:
             raise HarnessError(f"system {system!r} ranked {qid!r}, which is not a query of this split")
-        seen = set()
-        for cid, score in ranking:
-            if cid not in cands:
+        if isinstance(ranking, (str, bytes, Mapping)) or not hasattr(ranking, "__iter__"):
+            raise HarnessError(f"system {system!r}: query {qid!r}: expected a list of (candidateID, score) pairs, "
+                               f"got {type(ranking).__name__}")
+        scores: dict[str, float] = {}
+        for item in ranking:
+            if isinstance(item, (str, bytes)) or not hasattr(item, "__len__") or len(item) != 2:
+                raise HarnessError(f"system {system!r}: query {qid!r}: expected (candidateID, score) pairs, got {item!r}")
+            cid, score = item
+            if not isinstance(cid, str) or cid not in cands:
                 raise HarnessError(f"system {system!r}: query {qid!r} ranks {cid!r}, which is not a candidate")
-            if cid in seen:
+            if cid in scores:
                 raise HarnessError(f"system {system!r}: query {qid!r} ranks {cid!r} twice")
-            if not math.isfinite(float(score)):
-                raise HarnessError(f"system {system!r}: query {qid!r} gives {cid!r} a non-finite score {score!r}")
-            seen.add(cid)
-        scores = dict((c, float(s)) for c, s in ranking)
+            value = _score(score)
+            if value is None:
+                kind = "non-finite" if isinstance(score, numbers.Real) and not isinstance(score, bool) else "non-numeric"
+                raise HarnessError(f"system {system!r}: query {qid!r} gives {cid!r} a {kind} score {score!r}")
+            scores[cid] = value
         out[qid] = [(c, scores[c]) for c in order(scores.items())[:depth]]
     return out
 
@@ -83,7 +125,7 @@ def record_run(*, system_name: str, system: Any, config: Mapping[str, Any], coll
         "extra": dict(extra or {}),
     }
     if _is_writer():
-        write_result(path, result, checked)
+        write_result(path, result, checked)  # checks the result is plain JSON before writing anything
     return RunOutcome(path, False, result["metrics"])
 
 
@@ -110,9 +152,39 @@ def run_split(
     docs = collection.documents
     queries = [docs[q.documentID] for q in split.queries]
     candidates = [docs[c] for c in split.candidates]
+    ranker = as_ranker(system)
     start = time.perf_counter()
-    raw = as_ranker(system).rank(queries, candidates, depth)
+    raw = call_system(system_name, "rank()", ranker.rank, queries, candidates, depth)
     wall = time.perf_counter() - start
     return record_run(system_name=system_name, system=system, config=config, collection=collection, split=split,
                       rankings=raw, wall=wall, runs_dir=runs_dir, run_name=run_name or system_name, depth=depth,
                       extra=extra)
+
+
+def call_system(system_name: str, what: str, fn, *args, **kwargs):
+    """Call a plugin's method; any exception becomes a HarnessError naming the system (the cause stays chained).
+
+    A plugin is third-party code: its bug should read as one line that says which system failed
+    and how, not as a traceback through the harness.
+    """
+    try:
+        return fn(*args, **kwargs)
+    except HarnessError as e:
+        raise HarnessError(f"system {system_name!r}: {e}") from e
+    except Exception as e:  # reported in one line; the cause stays chained (__cause__)
+        raise HarnessError(f"system {system_name!r}: {what} failed: {type(e).__name__}: {e}") from e
+
+
+def describe_system(system_name: str, system: Any) -> dict:
+    """What a system reports about itself (its optional describe()), checked to be a JSON object."""
+    fn = getattr(system, "describe", None)
+    if fn is None:
+        return {}
+    extra = call_system(system_name, "describe()", fn)
+    if not isinstance(extra, Mapping):
+        raise HarnessError(f"system {system_name!r}: describe() must return a dict, got {type(extra).__name__}")
+    try:
+        json.dumps(extra, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise HarnessError(f"system {system_name!r}: describe() returned something JSON cannot store ({e})") from None
+    return dict(extra)

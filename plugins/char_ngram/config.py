@@ -24,3 +24,7 @@ class CharNgramConfig:
             raise ValueError(f"need 1 <= ngram_min <= ngram_max, got {self.ngram_min}..{self.ngram_max}")
         if self.analyzer not in ("char", "char_wb"):
             raise ValueError(f"analyzer must be 'char' or 'char_wb', got {self.analyzer!r}")
+        if self.min_df < 1:
+            raise ValueError(f"min_df must be at least 1 (a document count), got {self.min_df}")
+        if self.max_features is not None and self.max_features < 1:
+            raise ValueError(f"max_features must be at least 1 or None, got {self.max_features}")

@@ -26,5 +26,5 @@ class CharNgramSystem:
         for start in range(0, len(queries), 256):
             block = queries[start:start + 256]
             scores = (vec.transform([q.fullText for q in block]) @ cand.T).toarray()
-            out.update({q.documentID: r for q, r in zip(block, top_k(scores, ids, k))})
+            out.update({q.documentID: r for q, r in zip(block, top_k(scores, ids, k, [q.documentID for q in block]))})
         return out

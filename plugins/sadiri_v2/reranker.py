@@ -140,16 +140,23 @@ class RerankerSystem:
         return self._rerank_pairs(queries, candidate_lists)
 
     def _score_query(self, prefix: list[int], continuations: list[list[int]]) -> np.ndarray:
+        from harness.neural.oom import retry_on_oom
+
+        # Out of GPU memory: halve the token budget and retry (said once).
+        return retry_on_oom(lambda budget: self._score_query_at(prefix, continuations, budget),
+                            self.config.score_max_tokens, what="reranking")
+
+    def _score_query_at(self, prefix: list[int], continuations: list[list[int]], max_tokens: int) -> np.ndarray:
         if self.model.fused_decoder is not None:
             from harness.neural.fast.fused_paths import score_fused_continuations
 
             return score_fused_continuations(self.model.fused_decoder, self.model.finish, prefix, continuations,
-                                              self.device, max_tokens=self.config.score_max_tokens)
+                                              self.device, max_tokens=max_tokens)
         from harness.neural.fast.prefix_scoring import score_continuations
 
         with autocast(self.device):
             return score_continuations(self.model.backbone, self.model.finish, prefix, continuations, self.device,
-                                       pad_id=self.model.pad_id, max_tokens=self.config.score_max_tokens)
+                                       pad_id=self.model.pad_id, max_tokens=max_tokens)
 
     def _rerank_prefix_reuse(self, queries, candidate_lists) -> list[np.ndarray]:
         from tqdm.auto import tqdm
