@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pluggy
 
@@ -72,18 +72,44 @@ class Registry:
         return self.collections[name]
 
 
+def _distribution(pm: pluggy.PluginManager, plugin: object) -> tuple[str, str]:
+    """(distribution name, version) of the installed package that provides `plugin`."""
+    import importlib.metadata as md
+
+    for p, dist in pm.list_plugin_distinfo():
+        if p is plugin:
+            return dist.project_name, dist.version
+    module = getattr(plugin, "__name__", None) or type(plugin).__module__
+    top = module.split(".")[0]
+    if top in ("harness", "plugins"):  # the built-ins ship with the harness
+        names = ["aa-harness"]
+    else:
+        names = md.packages_distributions().get(top, [])
+    for name in names:
+        try:
+            return name, md.version(name)
+        except md.PackageNotFoundError:
+            continue
+    return "", ""
+
+
 def load_registry(pm: pluggy.PluginManager | None = None) -> Registry:
+    """Ask every plugin for its systems and collections; each spec learns which plugin and
+    distribution (name, version) registered it, for the results' provenance."""
     pm = pm or plugin_manager()
     reg = Registry()
 
-    def adder(table: dict, kind: str):
+    def adder(table: dict, kind: str, plugin_name: str, dist: tuple[str, str]):
         def register(spec):
             if spec.name in table:
                 raise HarnessError(f"two plugins register the {kind} {spec.name!r}")
-            table[spec.name] = spec
+            table[spec.name] = replace(spec, plugin=spec.plugin or plugin_name, distribution=spec.distribution or dist[0],
+                                       version=spec.version or dist[1])
 
         return register
 
-    pm.hook.register_systems(register=adder(reg.systems, "system"))
-    pm.hook.register_collections(register=adder(reg.collections, "collection"))
+    for hook, table, kind in ((pm.hook.register_systems, reg.systems, "system"),
+                              (pm.hook.register_collections, reg.collections, "collection")):
+        for impl in reversed(hook.get_hookimpls()):  # pluggy's own call order
+            impl.function(register=adder(table, kind, impl.plugin_name, _distribution(pm, impl.plugin)))
     return reg

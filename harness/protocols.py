@@ -41,10 +41,22 @@ class DenseRanker:
         self.encoder = encoder
 
     def rank(self, queries: Sequence[Document], candidates: Sequence[Document], k: int) -> Rankings:
-        cand = np.asarray(self.encoder.encode(candidates), dtype=np.float32)
-        qv = np.asarray(self.encoder.encode(queries), dtype=np.float32)
-        ranked = top_k_inner_product(qv, cand, [d.documentID for d in candidates], k)
+        from harness.progress import encode_with_progress, phase
+
+        device = _device_of(self.encoder)
+        cand = encode_with_progress(self.encoder.encode, candidates, "encode candidates", device=device)
+        qv = encode_with_progress(self.encoder.encode, queries, "encode queries", device=device)
+        with phase("search"):
+            ranked = top_k_inner_product(qv, cand, [d.documentID for d in candidates], k)
         return {q.documentID: r for q, r in zip(queries, ranked)}
+
+
+def _device_of(system) -> str:
+    name = getattr(system, "device_name", None)
+    try:
+        return (name() if callable(name) else name) or ""
+    except Exception:  # a device label is only advice for the slow-encoding warning
+        return ""
 
 
 def as_ranker(system) -> Ranker:

@@ -23,7 +23,7 @@ from harness.runs.results import (
     read_result,
     result_path,
 )
-from harness.runs.run_job import DEFAULT_SPLITS_DIR, open_collection
+from harness.runs.run_job import open_collection, splits_dir_for
 from harness.runs.runner import RunOutcome, record_run, up_to_date
 from harness.specs import load_object
 
@@ -39,9 +39,10 @@ class RerankJob:
     depth: int = 100
     overwrite: bool = False
     runs_dir: Path = DEFAULT_RUNS_DIR
-    splits_dir: Path = DEFAULT_SPLITS_DIR
+    splits_dir: Path | None = None  # None: see harness.runs.run_job.splits_dir_for
     data_dir: str | None = None
     author_fraction: float = DEFAULT_AUTHOR_FRACTION
+    collection_name: str | None = None
 
 
 def default_run_name(first_stage: str, system: str, config) -> str:
@@ -55,11 +56,12 @@ def rerank_job(registry: Registry, job: RerankJob, log=print) -> list[RunOutcome
         rerankers = sorted(s.name for s in registry.systems.values() if "rerank" in s.capabilities)
         raise HarnessError(f"system {job.system!r} is not a reranker (rerankers: {', '.join(rerankers) or 'none'})")
     config = build_config(load_object(spec.config), job.overrides)
-    collection = open_collection(registry, job.collection, data_dir=job.data_dir)
+    collection = open_collection(registry, job.collection, data_dir=job.data_dir, name=job.collection_name)
+    splits_dir = splits_dir_for(registry, job.collection, job.runs_dir, job.splits_dir)
     name = job.run_name or default_run_name(job.first_stage, spec.name, config)
     system, outcomes = None, []
     for seed in job.seeds:
-        split = get_split(collection, seed, job.splits_dir, author_fraction=job.author_fraction)
+        split = get_split(collection, seed, splits_dir, author_fraction=job.author_fraction)
         first = result_path(job.runs_dir, collection.name, job.first_stage, seed)
         if not first.is_file():
             raise HarnessError(f"{first}: the first stage {job.first_stage!r} has no result for {collection.name} seed {seed}; run it first")
@@ -88,7 +90,8 @@ def rerank_job(registry: Registry, job: RerankJob, log=print) -> list[RunOutcome
         extra = {**getattr(system, "describe", lambda: {})(), "first_stage": job.first_stage,
                  "first_stage_metrics": fs["metrics"]}
         out = record_run(system_name=spec.name, system=system, config=cfg, collection=collection, split=split,
-                         rankings=rankings, wall=wall, runs_dir=job.runs_dir, run_name=name, depth=job.depth, extra=extra)
+                         rankings=rankings, wall=wall, runs_dir=job.runs_dir, run_name=name, depth=job.depth, extra=extra,
+                         plugin=spec.origin())
         m = out.metrics
         log(f"{name} on {collection.name} seed {seed}: S@8 {m['success@8']:.3f}  S@100 {m['success@100']:.3f}  "
             f"MRR@20 {m['mrr@20']:.3f} (first stage S@8 {fs['metrics']['success@8']:.3f})  -> {out.path}")

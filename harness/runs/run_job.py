@@ -11,24 +11,51 @@ from harness.data.collection import Collection, load_collection
 from harness.errors import HarnessError
 from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, SEEDS, Split, get_split
 from harness.plugins import Registry
+from harness.provenance import PROJECT_ROOT
 from harness.runs.results import DEFAULT_RUNS_DIR, result_path
 from harness.runs.runner import RunOutcome, run_split, up_to_date
 from harness.specs import load_object
 
-DEFAULT_SPLITS_DIR = Path("splits")
+DEFAULT_SPLITS_DIR = PROJECT_ROOT / "splits"  # the harness's own, committed manifests
 
 
-def open_collection(registry: Registry, name_or_path: str, *, data_dir=None, background: Sequence[str] = ()) -> Collection:
-    """A registered collection by name, or an ad-hoc one from a canonical JSONL file path."""
+def is_path_collection(registry: Registry, name_or_path: str) -> bool:
+    """True when `--collection` names a JSONL file rather than a registered collection."""
     path = Path(name_or_path)
-    if name_or_path not in registry.collections and (path.suffix in (".jsonl", ".gz") or path.exists()):
+    return name_or_path not in registry.collections and (path.suffix in (".jsonl", ".gz") or path.exists())
+
+
+def open_collection(registry: Registry, name_or_path: str, *, data_dir=None, background: Sequence[str] = (),
+                    name: str | None = None) -> Collection:
+    """A registered collection by name, or an ad-hoc one from a canonical JSONL file path.
+
+    name: what to call a path collection (default: the file's stem); it names its manifests
+    and results folder, so two different files called tiny.jsonl need two names.
+    """
+    path = Path(name_or_path)
+    if is_path_collection(registry, name_or_path):
         if not path.exists():
             raise HarnessError(f"{path}: collection file not found")
-        name = path.name.split(".jsonl")[0]
-        return load_collection(name, [path], [Path(b) for b in background])
+        if name is not None and (not name or "/" in name or name.startswith(".")):
+            raise HarnessError(f"--name-collection {name!r}: give a plain name (no '/', not starting with '.')")
+        return load_collection(name or path.name.split(".jsonl")[0], [path], [Path(b) for b in background])
     if background:
         raise HarnessError("--background applies to a collection given as a file path, not to a registered collection")
+    if name:
+        raise HarnessError("--name-collection names a collection given as a file path; registered collections keep their names")
     return registry.collection(name_or_path).load(data_dir)
+
+
+def splits_dir_for(registry: Registry, name_or_path: str, runs_dir: Path, splits_dir: Path | None) -> Path:
+    """Where a run's split manifests live: --splits-dir if given; for a registered collection the
+    harness's committed `splits/`; for a path collection `<runs-dir>-splits/` beside the runs
+    folder in use (never the harness's own folder, never the working directory)."""
+    if splits_dir is not None:
+        return Path(splits_dir)
+    if is_path_collection(registry, name_or_path):
+        runs = Path(runs_dir)
+        return runs.parent / f"{runs.name}-splits"
+    return DEFAULT_SPLITS_DIR
 
 
 @dataclass
@@ -41,16 +68,17 @@ class RunJob:
     depth: int = 100
     overwrite: bool = False
     runs_dir: Path = DEFAULT_RUNS_DIR
-    splits_dir: Path = DEFAULT_SPLITS_DIR
+    splits_dir: Path | None = None  # None: see splits_dir_for
     data_dir: str | None = None
     background: Sequence[str] = ()
     author_fraction: float = DEFAULT_AUTHOR_FRACTION
     progress: bool = True
+    collection_name: str | None = None  # names a path collection (--name-collection)
 
 
 def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
     """Run each system on each seed's split; skip seeds that are up to date."""
-    from tqdm.auto import tqdm
+    from harness import progress
 
     if job.run_name and len(job.systems) > 1:
         raise HarnessError("--name names one run; give one system with it")
@@ -62,8 +90,10 @@ def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
             raise HarnessError(f"system {spec.name!r} cannot rank a whole pool (it can: {', '.join(spec.capabilities)}); "
                                f"a reranker runs as `aa-harness rerank {spec.name} --first-stage RUN`")
     configs = {s.name: build_config(load_object(s.config), job.overrides) for s in specs}
-    collection = open_collection(registry, job.collection, data_dir=job.data_dir, background=job.background)
-    splits: list[Split] = [get_split(collection, seed, job.splits_dir, author_fraction=job.author_fraction) for seed in job.seeds]
+    collection = open_collection(registry, job.collection, data_dir=job.data_dir, background=job.background,
+                                 name=job.collection_name)
+    splits_dir = splits_dir_for(registry, job.collection, job.runs_dir, job.splits_dir)
+    splits: list[Split] = [get_split(collection, seed, splits_dir, author_fraction=job.author_fraction) for seed in job.seeds]
     outcomes = []
     for spec in specs:
         cfg = configs[spec.name]
@@ -81,12 +111,17 @@ def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
         if not todo:
             continue
         system = load_object(spec.factory)(cfg)  # built once, used for every seed
-        for split in tqdm(todo, desc=f"{name} on {collection.name}", unit="seed", disable=not job.progress, file=sys.stderr):
+        for i, split in enumerate(todo, 1):
+            if job.progress:
+                print(f"{name} on {collection.name}: seed {split.seed} ({i}/{len(todo)})", file=sys.stderr, flush=True)
             extra = getattr(system, "describe", lambda: {})()
-            out = run_split(system_name=spec.name, system=system, config=cfg_dict, collection=collection, split=split,
-                            runs_dir=job.runs_dir, run_name=name, depth=job.depth, extra=extra)
+            with progress.enabled(job.progress):
+                out = run_split(system_name=spec.name, system=system, config=cfg_dict, collection=collection,
+                                split=split, runs_dir=job.runs_dir, run_name=name, depth=job.depth, extra=extra,
+                                plugin=spec.origin())
             m = out.metrics
+            took = ", ".join(f"{k} {v:.1f} s" for k, v in out.phases.items())
             log(f"{name} on {collection.name} seed {split.seed}: S@8 {m['success@8']:.3f}  S@100 {m['success@100']:.3f}  "
-                f"MRR@20 {m['mrr@20']:.3f}  -> {out.path}")
+                f"MRR@20 {m['mrr@20']:.3f}  -> {out.path}" + (f"  ({took})" if took else ""))
             outcomes.append(out)
     return outcomes

@@ -37,7 +37,7 @@ class SBERTSystem:
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         return self.model.encode(texts, batch_size=self.config.batch_size, convert_to_numpy=True,
-                                 normalize_embeddings=True, show_progress_bar=len(texts) > 256)
+                                 normalize_embeddings=True, show_progress_bar=False)  # the harness shows one bar per phase
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         from harness.neural.embed_cache import cached_encode
