@@ -103,6 +103,7 @@ def test_retriever_system_fast_and_plain_encodings_agree(tiny_qwen3_dir, isolate
     assert np.allclose(a, b, atol=1e-5), np.abs(a - b).max()
 
 
+@pytest.mark.slow
 def test_sharded_encoding_under_torchrun_equals_one_process(tmp_path):
     import socket
     import subprocess
@@ -134,6 +135,7 @@ def test_exact_search_keeps_the_tie_rule_when_ties_reach_past_the_fetched_scores
     assert [c for c, _ in got] == [f"d{i:03d}" for i in range(10, 15)]
 
 
+@pytest.mark.slow
 def test_compressed_index_recall_on_clustered_vectors():
     pytest.importorskip("faiss")
     from harness.neural.fast.bench.search import clustered_vectors, exact_topk_indices

@@ -62,8 +62,11 @@ def _palette(n: int):
 
 
 def plot_success_curves(runs: dict, collection: str, names: list[str], path: Path, *, title: str,
-                        style_index: dict[str, int] | None = None) -> None:
-    """One figure: a line with band, colour and marker per run; legend outside on the right."""
+                        style_index: dict[str, int] | None = None) -> dict:
+    """One figure: a line with band, colour and marker per run; legend outside on the right.
+
+    Returns what was drawn (for tests): {"styles": [(run, colour, marker)], "bands": n, "legend_outside": bool}.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -74,6 +77,7 @@ def plot_success_curves(runs: dict, collection: str, names: list[str], path: Pat
     colours = _palette(max(style_index.values(), default=0) + 1)
     fig, ax = plt.subplots(figsize=(9.5, 4.8), dpi=100)
     mark = [k - 1 for k in MARK_AT]
+    styles = []
     for name in names:
         res = runs[(collection, name)]
         i = style_index[name]
@@ -82,6 +86,7 @@ def plot_success_curves(runs: dict, collection: str, names: list[str], path: Pat
         dashed = res[0]["system"] in BASELINES
         s8 = 100 * np.mean([r["metrics"]["success@8"] for r in res])
         ax.fill_between(KS, lo, hi, color=colour, alpha=0.12, linewidth=0)
+        styles.append((name, tuple(round(float(x), 4) for x in colour), MARKERS[i % len(MARKERS)]))
         ax.plot(KS, mean, color=colour, marker=MARKERS[i % len(MARKERS)], markevery=mark, markersize=5,
                 linestyle="--" if dashed else "-", linewidth=1.6,
                 label=f"{name}  (S@8 {s8:.1f}, seeds={len(res)})")
@@ -98,9 +103,12 @@ def plot_success_curves(runs: dict, collection: str, names: list[str], path: Pat
               title="run (dashed: baseline)", title_fontsize=8)
     fig.text(0.01, 0.01, "bands: 95% bootstrap over the seeds' queries", fontsize=7, color="0.35")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.canvas.draw()
+    outside = ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1
     with atomic_open(path, "wb") as f:
         fig.savefig(f, format="png", metadata={"Software": None})
     plt.close(fig)
+    return {"styles": styles, "bands": len(ax.collections), "legend_outside": bool(outside)}
 
 
 def plot_collection(runs: dict, collection: str, out_dir: Path, cap: int = DEFAULT_CAP) -> list[Path]:

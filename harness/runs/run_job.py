@@ -47,15 +47,18 @@ def open_collection(registry: Registry, name_or_path: str, *, data_dir=None, bac
 
 
 def splits_dir_for(registry: Registry, name_or_path: str, runs_dir: Path, splits_dir: Path | None) -> Path:
-    """Where a run's split manifests live: --splits-dir if given; for a registered collection the
-    harness's committed `splits/`; for a path collection `<runs-dir>-splits/` beside the runs
-    folder in use (never the harness's own folder, never the working directory)."""
+    """Where a run's split manifests live: --splits-dir if given; for a collection the harness
+    itself registers, its committed `splits/`; for a path collection or one from another plugin,
+    `<runs-dir>-splits/` beside the runs folder in use (never the harness's own folder, never
+    the working directory)."""
+    from harness.plugins import DEFAULT_PLUGINS
+
     if splits_dir is not None:
         return Path(splits_dir)
-    if is_path_collection(registry, name_or_path):
-        runs = Path(runs_dir)
-        return runs.parent / f"{runs.name}-splits"
-    return DEFAULT_SPLITS_DIR
+    if not is_path_collection(registry, name_or_path) and registry.collection(name_or_path).plugin in DEFAULT_PLUGINS:
+        return DEFAULT_SPLITS_DIR
+    runs = Path(runs_dir)
+    return runs.parent / f"{runs.name}-splits"
 
 
 @dataclass

@@ -13,13 +13,13 @@ class SBERTSystem:
     """Encodes documents with a SentenceTransformer; unit-length vectors, so inner product = cosine."""
 
     def __init__(self, config: SBERTConfig):
+        self.config = config
+        self.path = resolve_model(config.model)  # first: a missing model fails in a second, before torch loads
         import torch
         from sentence_transformers import SentenceTransformer
 
-        self.config = config
         device = config.device if config.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = config.dtype if config.dtype != "auto" else ("float16" if device.startswith("cuda") else "float32")
-        self.path = resolve_model(config.model)
         self.model = SentenceTransformer(self.path, device=device, model_kwargs={"torch_dtype": getattr(torch, dtype)})
         if config.max_seq_length is not None:
             self.model.max_seq_length = config.max_seq_length
