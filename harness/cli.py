@@ -39,7 +39,8 @@ def _describe_system(spec) -> int:
     origin = f"{spec.distribution} {spec.version}".strip() or "?"
     print(f"can: {', '.join(spec.capabilities)}; trainable: {'yes (aa-harness train)' if spec.trainer else 'no'}; "
           f"plugin: {spec.plugin} ({origin}); config: {spec.config}")
-    rows = [[f["key"], f["type"], repr(f["default"]), f["help"]] for f in config_fields(cls)]
+    rows = [[f["key"], f["type"].replace(" | ", " or "), repr(f["default"]), f["help"].replace("|", "/")]
+            for f in config_fields(cls)]
     print()
     print(tabulate(rows, headers=["--set key", "type", "default", "help"], tablefmt="github", disable_numparse=True))
     print("\nValues are read by the key's type: int/float as numbers; bool as true/false, 1/0, yes/no, on/off; "

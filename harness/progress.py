@@ -20,7 +20,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 WARN_ENV = "AA_HARNESS_WARN_SECONDS"
-PROBE_DOCS = 16
+PROBE_DOCS = 4  # timed first chunk: small, so the warning comes within seconds even for a large model on a CPU
 
 _enabled: contextvars.ContextVar[bool] = contextvars.ContextVar("aa_harness_progress", default=True)
 _estimated: contextvars.ContextVar[dict | None] = contextvars.ContextVar("aa_harness_estimate", default=None)

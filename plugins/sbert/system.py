@@ -17,6 +17,9 @@ class SBERTSystem:
         self.path = resolve_model(config.model)  # first: a missing model fails in a second, before torch loads
         import torch
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # no library bars around the harness's own
 
         device = config.device if config.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = config.dtype if config.dtype != "auto" else ("float16" if device.startswith("cuda") else "float32")
