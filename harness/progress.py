@@ -86,9 +86,12 @@ def _fmt_seconds(s: float) -> str:
 
 def encode_with_progress(encode: Callable[[Sequence], np.ndarray], documents: Sequence, desc: str, *,
                          device: str = "", chunk: int | None = None) -> np.ndarray:
-    """encode(documents) in chunks under one bar; the first chunk is timed to estimate the seed's encoding.
+    """encode(documents) in chunks under one bar, warning once per seed when encoding will be slow.
 
-    The estimate covers every document the seed encodes (see seed_scope); it warns once.
+    Chunks start small (4, 8, 16, ... documents) and grow to `chunk`, so the first estimate comes
+    within seconds. Each chunk's rate is extrapolated to every document the seed has left to
+    encode (see seed_scope); the latest rate is used, so documents already in an embedding
+    cache do not hide a slow model.
     """
     n = len(documents)
     if n == 0:
@@ -97,28 +100,32 @@ def encode_with_progress(encode: Callable[[Sequence], np.ndarray], documents: Se
     state = _estimated.get()
     parts = []
     with phase(desc, n, "doc") as advance:
-        i = 0
+        i, size = 0, min(PROBE_DOCS, chunk)
         while i < n:
-            size = PROBE_DOCS if (i == 0 and state is not None and not state["warned"] and n > PROBE_DOCS) else chunk
             start = time.perf_counter()
             parts.append(np.asarray(encode(documents[i:i + size]), dtype=np.float32))
             took = time.perf_counter() - start
-            if i == 0 and state is not None and not state["warned"]:
-                _maybe_warn(state, took / size, device)
-            i += size
-            advance(size)
+            done = min(size, n - i)
+            if state is not None:
+                state["done"] += done
+                if not state["warned"]:
+                    _maybe_warn(state, took / done, device)
+            i += done
+            advance(done)
+            size = min(size * 2, chunk)
     return np.concatenate(parts, axis=0)
 
 
 def _maybe_warn(state: dict, per_doc: float, device: str) -> None:
-    state["warned"] = True  # one estimate per seed
-    estimate = per_doc * state["total"]
+    left = max(state["total"] - state["done"], 0)
+    estimate = per_doc * left
     if estimate <= warn_seconds():
         return
+    state["warned"] = True  # once per seed
     on = f" on {device}" if device else ""
     cpu = not device or device.lower().startswith("cpu")
     advice = ("run it on a GPU (--set device=cuda) or pick a smaller model (e.g. --set model=sentence-transformers/"
               "all-MiniLM-L6-v2)") if cpu else "pick a smaller model or a larger batch"
     print(f"aa-harness: warning: encoding {state['total']:,} documents{' with ' + state['what'] if state['what'] else ''}"
-          f"{on} will take about {_fmt_seconds(estimate)} per seed (timed on {PROBE_DOCS}); {advice}. "
+          f"{on} will take about {_fmt_seconds(estimate)} more for this seed (at {per_doc:.2f} s a document); {advice}. "
           "Finished seeds are kept; Ctrl-C and a rerun continue.", file=sys.stderr, flush=True)

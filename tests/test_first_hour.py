@@ -113,6 +113,26 @@ def test_slow_encoding_is_estimated_and_warned_with_advice(monkeypatch, capsys):
     assert list(timings) == ["encode candidates", "encode queries", "search"]
 
 
+def test_cached_first_documents_do_not_hide_a_slow_model(monkeypatch, capsys):
+    """The first documents come from an embedding cache (instant); the rest are slow: still warned."""
+    from harness import progress
+
+    class CachedThenSlow(SlowEncoder):
+        seen = 0
+
+        def encode(self, documents):
+            self.seen += len(documents)
+            if self.seen > 8:
+                time.sleep(0.003 * len(documents))
+            return np.ones((len(documents), 2), dtype=np.float32)
+
+    monkeypatch.setenv("AA_HARNESS_WARN_SECONDS", "0.1")
+    docs = [Document(f"d{i}", ("a",), "x", "g") for i in range(200)]
+    with progress.enabled(False), progress.seed_scope(len(docs)):
+        progress.encode_with_progress(CachedThenSlow().encode, docs, "encode candidates")
+    assert capsys.readouterr().err.count("warning: encoding 200 documents") == 1
+
+
 def test_a_run_shows_one_phase_after_another(tmp_path, small_collection_file, capsys):
     from harness.runs.runner import run_split
 
