@@ -275,6 +275,11 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as e:
         print(f"aa-harness: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `aa-harness systems | head`: the reader left; not an error of ours
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("aa-harness: interrupted; finished seeds are kept, a rerun continues from there", file=sys.stderr)
         return 130

@@ -293,6 +293,7 @@ def test_leaderboard_of_other_runs_writes_only_its_pages_and_a_short_summary(tmp
     page = (out / "main.md").read_text()
     assert f"from {runs.resolve().as_posix()};" in page.splitlines()[0]
     assert "leaderboards/runs" not in page and "training-loss.png" not in page and "performance.md" not in page
+    assert ".png" not in page  # --no-plots: no link to a plot that was not drawn
 
 
 # 7. Plots ----------------------------------------------------------------------------------------

@@ -227,11 +227,12 @@ def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True, ben
     collections = sorted({c for c, _ in runs})
     from harness.reports.plots import split_series
 
-    # Linked whether or not this call draws them (--no-plots), so the page does not depend on it.
+    # The project's page links its plots whether or not this call draws them (--no-plots), so the
+    # committed page does not depend on the flag; another runs folder links only plots it gets.
     plot_files = {c: [f"success-at-k-{c}.png"] + ([f"success-at-k-{c}-more.png"] if split_series(runs, c)[1] else [])
-                  for c in collections}
+                  for c in collections} if (plots or project) else {}
     plot_lines = "\n".join(f"![Success@k on {c}{' (more runs)' if f.endswith('-more.png') else ''}]({f})"
-                            for c in collections for f in plot_files[c])
+                            for c in plot_files for f in plot_files[c]) or "(plots not drawn: --no-plots)"
     links = [("Per-genre tables", "per-genre.md"), ("Training runs", "training.md"),
              ("Reranking (Table 2 layout)", "rerank.md"), ("Figures the paper reports", "reported.md"),
              ("Throughput", "performance.md")]
