@@ -19,8 +19,32 @@ def cmd_systems(args) -> int:
     from tabulate import tabulate
 
     reg = _registry()
+    if args.name:
+        return _describe_system(reg.system(args.name))
     rows = [[s.name, ",".join(s.capabilities), s.description] for s in sorted(reg.systems.values(), key=lambda s: s.name)]
     print(tabulate(rows, headers=["system", "can", "description"], tablefmt="github"))
+    print("\n`aa-harness systems NAME` lists a system's --set keys with their types, defaults and help.")
+    return 0
+
+
+def _describe_system(spec) -> int:
+    """A system's spec and its config keys (type, default, help), read from the config dataclass (no torch)."""
+    from tabulate import tabulate
+
+    from harness.config import config_fields
+    from harness.specs import load_object
+
+    cls = load_object(spec.config)
+    print(f"{spec.name}: {spec.description}")
+    origin = f"{spec.distribution} {spec.version}".strip() or "?"
+    print(f"can: {', '.join(spec.capabilities)}; trainable: {'yes (aa-harness train)' if spec.trainer else 'no'}; "
+          f"plugin: {spec.plugin} ({origin}); config: {spec.config}")
+    rows = [[f["key"], f["type"].replace(" | ", " or "), repr(f["default"]), f["help"].replace("|", "/")]
+            for f in config_fields(cls)]
+    print()
+    print(tabulate(rows, headers=["--set key", "type", "default", "help"], tablefmt="github", disable_numparse=True))
+    print("\nValues are read by the key's type: int/float as numbers; bool as true/false, 1/0, yes/no, on/off; "
+          "`none` for an optional key; tuples as comma-separated items; lists and dicts as JSON. An unknown key is an error.")
     return 0
 
 
@@ -28,8 +52,12 @@ def cmd_collections(args) -> int:
     from tabulate import tabulate
 
     reg = _registry()
-    rows = [[c.name, c.data, c.description] for c in sorted(reg.collections.values(), key=lambda c: c.name)]
-    print(tabulate(rows, headers=["collection", "data", "description"], tablefmt="github"))
+    rows = []
+    for c in sorted(reg.collections.values(), key=lambda c: c.name):
+        found, where = c.find(args.data_dir)
+        rows.append([c.name, {True: "yes", False: "NO", None: "?"}[found], where, c.description])
+    print(tabulate(rows, headers=["collection", "data found", "where (or what is missing)", "description"],
+                   tablefmt="github", disable_numparse=True))
     return 0
 
 
@@ -38,21 +66,25 @@ def cmd_split(args) -> int:
         build_split,
         counts_table,
         get_splits,
+        manifest_path,
         write_manifest,
     )
-    from harness.runs.run_job import open_collection, unique_seeds
+    from harness.runs.run_job import open_collection, splits_dir_for, unique_seeds
 
     reg = _registry()
-    collection = open_collection(reg, args.collection, data_dir=args.data_dir, background=args.background)
+    collection = open_collection(reg, args.collection, data_dir=args.data_dir, background=args.background,
+                                 name=args.name_collection)
+    splits_dir = splits_dir_for(reg, args.collection, args.runs_dir, args.splits_dir)
     seeds = unique_seeds(args.seeds)
     if args.overwrite:  # every seed builds before any manifest is written
         splits = [build_split(collection, seed, args.author_fraction) for seed in seeds]
         for split in splits:
-            write_manifest(split, args.splits_dir)
+            write_manifest(split, splits_dir)
     else:
-        splits = get_splits(collection, seeds, args.splits_dir, author_fraction=args.author_fraction)
+        splits = get_splits(collection, seeds, splits_dir, author_fraction=args.author_fraction)
     for split in splits:
-        print(f"{collection.name} seed {split.seed}: sha256 {split.sha256[:16]}…", file=sys.stderr)
+        print(f"{collection.name} seed {split.seed}: sha256 {split.sha256[:16]}… "
+              f"({manifest_path(splits_dir, collection.name, split.seed)})", file=sys.stderr)
     print(counts_table(splits))
     return 0
 
@@ -67,7 +99,8 @@ def cmd_run(args) -> int:
     job = RunJob(systems=args.systems, collection=args.collection, seeds=args.seeds, overrides=overrides,
                  run_name=args.name, depth=args.depth, overwrite=args.overwrite, runs_dir=args.runs_dir,
                  splits_dir=args.splits_dir, data_dir=args.data_dir, background=args.background,
-                 author_fraction=args.author_fraction, progress=not args.no_progress)
+                 author_fraction=args.author_fraction, progress=not args.no_progress,
+                 collection_name=args.name_collection)
     run_job(_registry(), job)
     return 0
 
@@ -82,7 +115,7 @@ def cmd_rerank(args) -> int:
     job = RerankJob(system=args.system, first_stage=args.first_stage, collection=args.collection, seeds=args.seeds,
                     overrides=overrides, run_name=args.name, depth=args.depth, overwrite=args.overwrite,
                     runs_dir=args.runs_dir, splits_dir=args.splits_dir, data_dir=args.data_dir,
-                    author_fraction=args.author_fraction)
+                    author_fraction=args.author_fraction, collection_name=args.name_collection)
     rerank_job(_registry(), job)
     return 0
 
@@ -119,11 +152,22 @@ def cmd_curate(args) -> int:
 def cmd_leaderboard(args) -> int:
     from harness.reports.leaderboard import write_leaderboards
 
+    from harness.reports.leaderboard import summary
+
     written = write_leaderboards(args.runs_dir, args.out, plots=not args.no_plots, splits_dir=args.splits_dir,
                                  allow_empty=args.allow_empty)
+    print(f"wrote {len(written)} files to {args.out}: {', '.join(p.name for p in written)}")
+    print(summary(args.runs_dir))
+    print(f"the tables: {Path(args.out) / 'main.md'}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from harness.reports.export import export_tables
+
+    written = export_tables(args.runs_dir, args.out, args.format)
     for p in written:
-        print(f"wrote {p}", file=sys.stderr)
-    print((Path(args.out) / "main.md").read_text(encoding="utf-8"))
+        print(f"wrote {p}")
     return 0
 
 
@@ -131,49 +175,63 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="aa-harness", description="Benchmark harness for cross-genre authorship attribution.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    sub.add_parser("systems", help="list registered systems").set_defaults(fn=cmd_systems)
-    sub.add_parser("collections", help="list registered collections").set_defaults(fn=cmd_collections)
+    sp = sub.add_parser("systems", help="list registered systems, or one system's --set keys")
+    sp.add_argument("name", nargs="?", metavar="NAME",
+                    help="a system: show its capabilities and config keys with type, default and help")
+    sp.set_defaults(fn=cmd_systems)
+    sp = sub.add_parser("collections", help="list registered collections and whether their data was found, and where")
+    sp.add_argument("--data-dir", help="look for the data here instead of the environment variables' folders")
+    sp.set_defaults(fn=cmd_collections)
 
     def data_args(sp):
         sp.add_argument("--collection", default="demo", help="registered name, or a canonical JSONL(.gz) path (default: demo)")
+        sp.add_argument("--name-collection", metavar="NAME",
+                        help="name a collection given as a path (default: the file's stem); it names its manifests and "
+                             "results folder, so two different files called tiny.jsonl need two names")
         sp.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS), help="split seeds (default: 0 1001 2001 3001)")
         sp.add_argument("--data-dir", help="data folder for the collection (else its environment variable)")
         sp.add_argument("--background", nargs="*", default=[], help="extra background JSONL files (with a path collection)")
         sp.add_argument("--author-fraction", type=float, default=DEFAULT_AUTHOR_FRACTION,
                         help=f"share of foreground authors sampled per seed (default {DEFAULT_AUTHOR_FRACTION})")
-        sp.add_argument("--splits-dir", type=Path, default=Path("splits"), help="split manifests folder (default: splits)")
+        sp.add_argument("--splits-dir", type=Path, default=None,
+                        help="split manifests folder (default: the harness's committed splits/ for a registered "
+                             "collection; <runs-dir>-splits/ beside the runs folder for a path collection)")
+        sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"),
+                        help="results folder: <runs-dir>/<collection>/<run>/seed-<S>.json (default: leaderboards/runs)")
 
     sp = sub.add_parser("split", help="build (or check) split manifests and print the counts table")
     data_args(sp)
-    sp.add_argument("--overwrite", action="store_true", help="rebuild manifests even if they exist")
+    sp.add_argument("--overwrite", action="store_true",
+                    help="rebuild manifests even if they exist (results made on the old ones no longer match)")
     sp.set_defaults(fn=cmd_split)
 
     sp = sub.add_parser("run", help="run systems on a collection's splits and write results")
-    sp.add_argument("systems", nargs="+", metavar="SYSTEM")
+    sp.add_argument("systems", nargs="+", metavar="SYSTEM", help="registered system names (`aa-harness systems`)")
     data_args(sp)
-    sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a system config value (repeatable)")
-    sp.add_argument("--name", help="run name (default: the system name); results go to runs/<collection>/<name>/")
+    sp.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="override a system config value, read by the key's type (repeatable; "
+                         "`aa-harness systems NAME` lists the keys)")
+    sp.add_argument("--name", help="run name (default: the system name); results go to <runs-dir>/<collection>/<name>/")
     sp.add_argument("--model", help="a trained model folder (the same as --set model=DIR)")
     sp.add_argument("--depth", type=int, default=100, help="ranking depth kept per query (default 100)")
     sp.add_argument("--overwrite", action="store_true", help="recompute results that are up to date")
-    sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"))
-    sp.add_argument("--no-progress", action="store_true")
+    sp.add_argument("--no-progress", action="store_true",
+                    help="no progress bars (the per-seed lines and slow-encoding warnings still print)")
     sp.set_defaults(fn=cmd_run)
 
     sp = sub.add_parser("rerank", help="rescore a first-stage run's top k with a reranker, per seed")
-    sp.add_argument("system", metavar="SYSTEM")
+    sp.add_argument("system", metavar="SYSTEM", help="a reranker system (`aa-harness systems` shows `rerank`)")
     data_args(sp)
     sp.add_argument("--first-stage", required=True, help="run name of the first stage (its rankings are read)")
     sp.add_argument("--depth", type=int, default=100, help="how many first-stage candidates to rescore (default 100)")
     sp.add_argument("--model", help="the trained reranker folder (the same as --set model=DIR)")
     sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value (repeatable)")
     sp.add_argument("--name", help="run name (default: <first stage>+<system>-<strategy>)")
-    sp.add_argument("--overwrite", action="store_true")
-    sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"))
+    sp.add_argument("--overwrite", action="store_true", help="recompute results that are up to date")
     sp.set_defaults(fn=cmd_rerank)
 
     sp = sub.add_parser("train", help="train a system on canonical JSONL training data")
-    sp.add_argument("system", metavar="SYSTEM")
+    sp.add_argument("system", metavar="SYSTEM", help="a trainable system (`aa-harness systems NAME` says)")
     sp.add_argument("--train", nargs="+", required=True, help="canonical JSONL(.gz) training files (e.g. curated blogs)")
     sp.add_argument("--out", type=Path, required=True, help="output folder: model/, train_log.json, checkpoint/")
     sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value (repeatable)")
@@ -181,16 +239,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("curate", help="the paper's training-data curation (length, author counts, dissimilar pair, PII)")
     sp.add_argument("--input", nargs="+", required=True, help="canonical JSONL(.gz) files")
-    sp.add_argument("--out", type=Path, required=True, help="curated JSONL.gz; a .report.json and a .pairs.jsonl.gz are written beside it")
-    sp.add_argument("--pairs", type=Path, help="a .pairs.jsonl.gz from an earlier curate of the same inputs (e.g. on a GPU machine): "
-                    "use its most dissimilar pairs instead of embedding")
-    sp.add_argument("--min-words", type=int, default=350)
-    sp.add_argument("--min-docs", type=int, default=2)
-    sp.add_argument("--max-docs", type=int, default=50)
+    sp.add_argument("--out", type=Path, required=True,
+                    help="curated JSONL.gz; a .report.json and a .pairs.jsonl.gz are written beside it")
+    sp.add_argument("--pairs", type=Path, help="a .pairs.jsonl.gz from an earlier curate of the same inputs (e.g. on a GPU "
+                    "machine): use its most dissimilar pairs instead of embedding")
+    sp.add_argument("--min-words", type=int, default=350, help="drop documents shorter than this many words (default 350)")
+    sp.add_argument("--min-docs", type=int, default=2, help="drop authors with fewer documents (default 2)")
+    sp.add_argument("--max-docs", type=int, default=50, help="drop authors with more documents (default 50)")
     sp.add_argument("--max-cosine", type=float, default=0.2, help="keep an author's most dissimilar pair if below this")
-    sp.add_argument("--sbert-model", default="sentence-transformers/all-mpnet-base-v2")
+    sp.add_argument("--sbert-model", default="sentence-transformers/all-mpnet-base-v2",
+                    help="the embedder of the dissimilar-pair step (hub id or local folder)")
     sp.add_argument("--ner", default="spacy", choices=["spacy", "none"], help="person-name detection (none: patterns only)")
-    sp.add_argument("--device", default="auto")
+    sp.add_argument("--device", default="auto", help="cuda, cpu or auto (CUDA when present)")
     sp.set_defaults(fn=cmd_curate)
 
     from harness.neural.fast.bench.cli import add_parser as add_bench_parser
@@ -198,13 +258,24 @@ def build_parser() -> argparse.ArgumentParser:
     add_bench_parser(sub)
 
     sp = sub.add_parser("leaderboard", help="regenerate leaderboards/*.md and plots from the run files")
-    sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"))
-    sp.add_argument("--out", type=Path, default=Path("leaderboards"))
-    sp.add_argument("--no-plots", action="store_true")
-    sp.add_argument("--splits-dir", type=Path, default=Path("splits"),
-                    help="split manifests the results are checked against (default: splits)")
+    sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"),
+                    help="results to read: <runs-dir>/<collection>/<run>/seed-<S>.json (default: leaderboards/runs)")
+    sp.add_argument("--out", type=Path, default=Path("leaderboards"),
+                    help="folder for the pages and plots (default: leaderboards); only pages these runs produce are written")
+    sp.add_argument("--no-plots", action="store_true", help="tables only, no PNG plots (faster)")
+    sp.add_argument("--splits-dir", type=Path, default=None,
+                    help="split manifests the results are checked against (default: the harness's splits/ for its "
+                         "collections, <runs-dir>-splits for collections given as files)")
     sp.add_argument("--allow-empty", action="store_true", help="write the pages even when the runs folder has no results")
     sp.set_defaults(fn=cmd_leaderboard)
+
+    sp = sub.add_parser("export", help="write the leaderboard tables and per-query ranks as CSV or JSON")
+    sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"),
+                    help="results to read (default: leaderboards/runs)")
+    sp.add_argument("--out", type=Path, default=Path("export"),
+                    help="folder for leaderboard.*, per-seed.* and per-query.* (default: export)")
+    sp.add_argument("--format", choices=["csv", "json"], default="csv", help="file format (default csv)")
+    sp.set_defaults(fn=cmd_export)
     return p
 
 
@@ -215,6 +286,11 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as e:
         print(f"aa-harness: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `aa-harness systems | head`: the reader left; not an error of ours
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("aa-harness: interrupted; finished seeds are kept, a rerun continues from there", file=sys.stderr)
         return 130

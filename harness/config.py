@@ -103,3 +103,94 @@ def parse_set_args(items: list[str] | None) -> dict[str, str]:
             raise ConfigError(f"--set expects key=value, got {item!r}")
         out[key.strip()] = value
     return out
+
+
+def _type_name(tp: Any) -> str:
+    if isinstance(tp, type):
+        return tp.__name__
+    return str(tp).replace("typing.", "")
+
+
+def _docstring_help(cls: type) -> dict[str, str]:
+    """"key: text" lines of the class docstring (continuation lines joined), keyed by field name."""
+    import inspect
+
+    names = {f.name for f in dataclasses.fields(cls)}
+    out: dict[str, str] = {}
+    current = None
+    for line in inspect.cleandoc(cls.__doc__ or "").splitlines():
+        stripped = line.strip()
+        head, sep, rest = stripped.partition(":")
+        keys = [k.strip() for k in head.split(",")] if sep else []
+        if keys and all(k in names for k in keys):
+            # "device: ... dtype: ..." on one line: split at each further "key:"
+            for k in keys:
+                out[k] = rest.strip()
+            current = keys
+        elif current and stripped:
+            for k in current:
+                out[k] = f"{out[k]} {stripped}".strip()
+        else:
+            current = None
+    return out
+
+
+def _comment_help(cls: type) -> dict[str, str]:
+    """Trailing `# comment` of each field's line in the class source."""
+    import inspect
+    import io
+    import tokenize
+
+    try:
+        source = inspect.getsource(cls)
+    except (OSError, TypeError):
+        return {}
+    out: dict[str, str] = {}
+    names = {f.name for f in dataclasses.fields(cls)}
+    line_name: dict[int, str] = {}
+    for line_no, line in enumerate(source.splitlines(), 1):
+        head = line.strip().split(":", 1)[0]
+        if head in names and line.startswith("    ") and not line.startswith("     "):
+            line_name[line_no] = head
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.COMMENT and tok.start[0] in line_name:
+                out[line_name[tok.start[0]]] = tok.string.lstrip("#").strip()
+    except (tokenize.TokenError, IndentationError):
+        pass
+    return out
+
+
+def config_fields(cls: type) -> list[dict[str, Any]]:
+    """Each config key with its type, default and help, for `aa-harness systems NAME`.
+
+    Help comes from the field's metadata ("help"), else its line in the class docstring
+    ("key: text"), else the comment after the field in the source.
+    """
+    import re
+
+    hints = typing.get_type_hints(cls)
+    doc: dict[str, str] = {}
+    comments: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):  # a subclass's words win over its base's
+        if dataclasses.is_dataclass(klass):
+            doc.update(_docstring_help(klass))
+            comments.update(_comment_help(klass))
+    names = [f.name for f in dataclasses.fields(cls)]
+    for key, text in list(doc.items()):  # "device: ... dtype: ..." on one docstring line
+        for other in names:
+            m = re.search(rf"(?:^|\.\s+){re.escape(other)}:\s*", text)
+            if other != key and m:
+                doc.setdefault(other, text[m.end():])
+                doc[key] = text = text[:m.start() + 1].strip()
+    rows = []
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+            default = f.default_factory()  # type: ignore[misc]
+        else:
+            default = "(required)"
+        help_ = f.metadata.get("help") or doc.get(f.name) or comments.get(f.name) or ""
+        rows.append({"key": f.name, "type": _type_name(hints.get(f.name, f.type)), "default": default, "help": help_})
+    return rows

@@ -15,7 +15,7 @@ import importlib
 import importlib.metadata
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pluggy
 
@@ -46,6 +46,7 @@ def plugin_manager(*, entrypoints: bool = True, extra: tuple = ()) -> pluggy.Plu
             pm.register(importlib.import_module(name), name=name)
     pm.aa_failures = []  # (plugin, message) of plugins that failed to load; load_registry reports them
     pm.aa_packages = {}  # entry-point name -> "name (package distribution)", for messages
+    pm.aa_distributions = {}  # entry-point name -> (distribution, version), for results' provenance
     if entrypoints and not os.environ.get("AA_HARNESS_DISABLE_PLUGIN_AUTOLOAD"):
         _load_entrypoints(pm)
     for plugin in extra:
@@ -68,6 +69,7 @@ def _load_entrypoints(pm: pluggy.PluginManager) -> None:
                 continue
             pm.register(plugin, name=ep.name)
             pm.aa_packages[ep.name] = label
+            pm.aa_distributions[ep.name] = (dist.metadata["name"], dist.version)
 
 
 def _suggest(name: str, choices) -> str:
@@ -107,9 +109,31 @@ def _plugin_label(pm: pluggy.PluginManager, plugin) -> str:
     return f"{type(plugin).__module__}.{type(plugin).__qualname__}"
 
 
+def _distribution(pm: pluggy.PluginManager, plugin: object) -> tuple[str, str]:
+    """(distribution name, version) of the installed package that provides `plugin`."""
+    import importlib.metadata as md
+
+    name = pm.get_name(plugin)
+    if name in getattr(pm, "aa_distributions", {}):
+        return pm.aa_distributions[name]
+    module = getattr(plugin, "__name__", None) or type(plugin).__module__
+    top = module.split(".")[0]
+    if top in ("harness", "plugins"):  # the built-ins ship with the harness
+        names = ["aa-harness"]
+    else:
+        names = md.packages_distributions().get(top, [])
+    for dist in names:
+        try:
+            return dist, md.version(dist)
+        except md.PackageNotFoundError:
+            continue
+    return "", ""
+
+
 def load_registry(pm: pluggy.PluginManager | None = None, *, warn=None) -> Registry:
     """Call each plugin's hooks on its own: one that raises is reported through `warn` (default: a line on
-    stderr) and skipped, with nothing it registered kept; a name registered twice is a HarnessError."""
+    stderr) and skipped, with nothing it registered kept; a name registered twice is a HarnessError.
+    Each spec learns which plugin and distribution (name, version) registered it, for provenance."""
     pm = pm or plugin_manager()
     warn = warn or (lambda msg: print(f"aa-harness: warning: {msg}", file=sys.stderr))
     reg = Registry(failures=list(getattr(pm, "aa_failures", [])))
@@ -128,11 +152,13 @@ def load_registry(pm: pluggy.PluginManager | None = None, *, warn=None) -> Regis
             except Exception as e:  # a broken third-party plugin must not break the others
                 reg.failures.append((label, f"failed while registering {kind}s: {type(e).__name__}: {e}"))
                 continue
+            dist = _distribution(pm, impl.plugin) if staged else ("", "")
             for spec in staged:
                 if spec.name in table:
                     raise HarnessError(f"the {kind} {spec.name!r} is registered by both {owner[(kind, spec.name)]} "
                                        f"and {label}; block one with AA_HARNESS_BLOCK_PLUGINS")
-                table[spec.name] = spec
+                table[spec.name] = replace(spec, plugin=spec.plugin or impl.plugin_name,
+                                           distribution=spec.distribution or dist[0], version=spec.version or dist[1])
                 owner[(kind, spec.name)] = label
     for label, message in reg.failures:
         warn(f"plugin {label} {message}; left out")

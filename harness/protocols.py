@@ -42,14 +42,28 @@ class DenseRanker:
         self.encoder = encoder
 
     def rank(self, queries: Sequence[Document], candidates: Sequence[Document], k: int) -> Rankings:
-        cand = check_vectors(self.encoder.encode(candidates), candidates, "encode() of the candidates")
-        qv = check_vectors(self.encoder.encode(queries), queries, "encode() of the queries")
+        from harness.progress import encode_with_progress, phase
+
+        device = _device_of(self.encoder)
+        cand = encode_with_progress(self.encoder.encode, candidates, "encode candidates", device=device)
+        qv = encode_with_progress(self.encoder.encode, queries, "encode queries", device=device)
+        cand = check_vectors(cand, candidates, "encode() of the candidates")
+        qv = check_vectors(qv, queries, "encode() of the queries")
         if cand.shape[1] != qv.shape[1]:
             raise HarnessError(f"encode() gave {qv.shape[1]}-dimensional query vectors and {cand.shape[1]}-dimensional "
                                "candidate vectors")
-        ranked = top_k_inner_product(qv, cand, [d.documentID for d in candidates], k,
-                                     query_ids=[q.documentID for q in queries])
+        with phase("search"):
+            ranked = top_k_inner_product(qv, cand, [d.documentID for d in candidates], k,
+                                         query_ids=[q.documentID for q in queries])
         return {q.documentID: r for q, r in zip(queries, ranked)}
+
+
+def _device_of(system) -> str:
+    name = getattr(system, "device_name", None)
+    try:
+        return (name() if callable(name) else name) or ""
+    except Exception:  # a device label is only advice for the slow-encoding warning
+        return ""
 
 
 def as_ranker(system) -> Ranker:

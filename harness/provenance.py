@@ -64,8 +64,9 @@ def device_name(system=None) -> str:
     return name or f"cpu: {cpu_name()} ({os.cpu_count()} cores)"
 
 
-def provenance(system=None, wall_seconds: float | None = None) -> dict:
-    return {
+def provenance(system=None, wall_seconds: float | None = None, plugin: dict | None = None) -> dict:
+    """plugin: {"name", "distribution", "version"} of the plugin that registered the system, if known."""
+    out = {
         "packages": package_versions(),
         "git_commit": git_commit(),
         "device": device_name(system),
@@ -73,3 +74,6 @@ def provenance(system=None, wall_seconds: float | None = None) -> dict:
         "wall_seconds": None if wall_seconds is None else round(wall_seconds, 3),
         "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
+    if plugin:
+        out["plugin"] = dict(plugin)
+    return out

@@ -35,7 +35,13 @@ class SystemSpec:
     description: str = ""
     capabilities: tuple[str, ...] = ("rank",)
     trainer: str = ""
-    plugin: str = field(default="", compare=False)
+    plugin: str = field(default="", compare=False)  # filled in by the registry:
+    distribution: str = field(default="", compare=False)  # the installed package that provides it
+    version: str = field(default="", compare=False)  # ... and its version (recorded in provenance)
+
+    def origin(self) -> dict[str, str]:
+        """Where the system comes from, for a result's provenance."""
+        return {"name": self.plugin, "distribution": self.distribution, "version": self.version}
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,9 @@ class CollectionSpec:
     loader: "module:function" called as loader(*args, data_dir) -> Collection, where
             data_dir is the --data-dir flag (None when not given).
     data: where its data comes from, shown by `aa-harness collections`.
+    locate: optional "module:function" called as locate(*args, data_dir) -> the path where the
+            data was found; it raises HarnessError (its message says what is missing) when not.
+            `aa-harness collections` shows the answer.
     """
 
     name: str
@@ -53,7 +62,21 @@ class CollectionSpec:
     data: str = ""
     args: tuple = ()
     plugin: str = field(default="", compare=False)
+    distribution: str = field(default="", compare=False)
+    version: str = field(default="", compare=False)
+    locate: str = ""
 
     def load(self, data_dir=None):
         fn: Callable = load_object(self.loader)
         return fn(*self.args, data_dir)
+
+    def find(self, data_dir=None) -> tuple[bool | None, str]:
+        """(found, where or why not); found is None when the plugin gives no `locate`."""
+        from harness.errors import HarnessError
+
+        if not self.locate:
+            return None, self.data or "(the plugin does not say)"
+        try:
+            return True, str(load_object(self.locate)(*self.args, data_dir))
+        except HarnessError as e:
+            return False, str(e)

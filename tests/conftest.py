@@ -9,7 +9,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPORA = Path(os.environ.get("AA_HARNESS_CORPORA", ROOT.parent / "shared" / "corpora"))
-MODELS = Path(os.environ.get("AA_HARNESS_MODEL_DIR", ROOT / ".cache" / "models"))
+
+
+def local_model(ref: str) -> Path:
+    """A local copy of a hub model, found the way the CLI finds it (never the hub); skips when absent."""
+    from harness.neural.models import ModelNotFoundError, resolve_model
+
+    try:
+        return Path(resolve_model(ref, hub=False))
+    except ModelNotFoundError as e:
+        pytest.skip(str(e))
 
 
 def write_jsonl(path: Path, records, *, gz: bool = False) -> Path:
@@ -45,10 +54,7 @@ def corpora():
 
 @pytest.fixture(scope="session")
 def minilm():
-    path = MODELS / "all-MiniLM-L6-v2"
-    if not path.is_dir():
-        pytest.skip(f"{path} missing: build it with ../shared/tools/fetch_pretrained.py --out {MODELS}")
-    return path
+    return local_model("sentence-transformers/all-MiniLM-L6-v2")
 
 
 @pytest.fixture(scope="session")

@@ -38,6 +38,7 @@ def test_mask_free_attention_on_right_padding_equals_each_row_alone(arch):
             assert torch.linalg.norm(out[i, :len(r)] - alone) / torch.linalg.norm(alone) < 1e-5
 
 
+@pytest.mark.slow
 def test_harness_encoding_equals_naive_hf_encoding():
     from harness.neural.fast.bench.encode import bench_encode
 
@@ -50,6 +51,7 @@ def test_harness_encoding_equals_naive_hf_encoding():
         assert agreement["rel_error_max"] < 1e-5 and agreement["top1_agreement"] == 1.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["tiny-qwen3", "tiny-mistral"])
 def test_prefix_reuse_scores_equal_concatenated_pairs(arch):
     from harness.neural.fast.bench.rerank import bench_rerank
@@ -88,6 +90,7 @@ def test_sliding_window_longer_than_window_is_refused():
             model(input_ids=torch.arange(9)[None])
 
 
+@pytest.mark.slow
 def test_retriever_system_fast_and_plain_encodings_agree(tiny_qwen3_dir, isolated_cache):
     from harness.data.demo import demo_documents
     from plugins.sadiri_v2.config import RetrieverConfig
@@ -103,6 +106,7 @@ def test_retriever_system_fast_and_plain_encodings_agree(tiny_qwen3_dir, isolate
     assert np.allclose(a, b, atol=1e-5), np.abs(a - b).max()
 
 
+@pytest.mark.slow
 def test_sharded_encoding_under_torchrun_equals_one_process(tmp_path):
     import socket
     import subprocess
@@ -134,6 +138,7 @@ def test_exact_search_keeps_the_tie_rule_when_ties_reach_past_the_fetched_scores
     assert [c for c, _ in got] == [f"d{i:03d}" for i in range(10, 15)]
 
 
+@pytest.mark.slow
 def test_compressed_index_recall_on_clustered_vectors():
     pytest.importorskip("faiss")
     from harness.neural.fast.bench.search import clustered_vectors, exact_topk_indices
@@ -163,6 +168,7 @@ def test_fusing_holds_no_second_copy_of_the_weights():
     assert sum(p.numel() for p in model.parameters()) == count
 
 
+@pytest.mark.slow
 def test_bench_reads_real_texts_through_a_tokenizer(tiny_qwen3_dir, tmp_path):
     from harness.data.demo import demo_documents
     from harness.errors import HarnessError

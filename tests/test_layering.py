@@ -10,7 +10,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FOUNDATION = {"harness", "harness.errors", "harness.atomic", "harness.provenance", "harness.specs", "harness.hookspecs"}
+FOUNDATION = {"harness", "harness.errors", "harness.atomic", "harness.provenance", "harness.specs", "harness.hookspecs",
+              "harness.progress"}
 ASSEMBLY = {"harness.protocols", "harness.config", "harness.plugins", "harness.neural.system", "harness.neural.training"}
 
 

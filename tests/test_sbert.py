@@ -28,4 +28,5 @@ def test_model_resolution_prefers_local_copies(tmp_path, monkeypatch):
     (tmp_path / "all-mpnet-base-v2").mkdir()
     monkeypatch.setenv("AA_HARNESS_MODEL_DIR", str(tmp_path))
     assert resolve_model("sentence-transformers/all-mpnet-base-v2") == str(tmp_path / "all-mpnet-base-v2")
-    assert resolve_model("org/other-model") == "org/other-model"
+    monkeypatch.setattr("harness.neural.models.hub_reachable", lambda ref, timeout=None: True)
+    assert resolve_model("org/other-model") == "org/other-model"  # only the hub has it, and the hub answers

@@ -44,7 +44,12 @@ def wordpiece_tokenizer(folder: Path):
 def bpe_tokenizer(folder: Path):
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-    shared = MODELS / "qwen3-tokenizer"
+    from harness.neural.models import ModelNotFoundError, resolve_model
+
+    try:  # found the way the CLI finds models ($AA_HARNESS_MODEL_DIR, then .cache/models), never the hub
+        shared = Path(resolve_model("qwen3-tokenizer", hub=False))
+    except ModelNotFoundError:
+        shared = MODELS / "qwen3-tokenizer"
     if (shared / "tokenizer.json").is_file():
         tok = AutoTokenizer.from_pretrained(shared)
     else:

@@ -261,8 +261,11 @@ def get_split(
         if collection.given_splits is None:
             if split.source_sha256 != collection.fingerprint():
                 raise DataError(
-                    f"{path}: built from different documents than collection {collection.name!r} has now; "
-                    "rebuild it with `aa-harness split --overwrite` if the data change is intended"
+                    f"{path}: built from different documents than collection {collection.name!r} has now. "
+                    f"If this is another collection that happens to share the name, give it its own name "
+                    f"(--name-collection NAME for a file) or its own --splits-dir DIR; only if the data of "
+                    f"{collection.name!r} changed on purpose, rebuild with `aa-harness split --overwrite` "
+                    "(this replaces the old manifests, and results made on them no longer match)"
                 )
             if split.builder.get("author_fraction") != author_fraction:
                 raise DataError(

@@ -1,27 +1,111 @@
-"""Resolve a model reference: a local folder, a copy under $AA_HARNESS_MODEL_DIR, or a hub id.
+"""Resolve a model reference to something a loader can open, knowing the machine may be offline.
 
 Configs keep the hub id (e.g. "sentence-transformers/all-mpnet-base-v2") so results stay
-comparable across machines; offline machines point AA_HARNESS_MODEL_DIR at a folder of
-local copies named by the id's last part (what ../shared/tools/fetch_pretrained.py builds).
+comparable across machines. `resolve_model` looks, in this order:
+
+1. the reference itself, when it is a local folder;
+2. ``$AA_HARNESS_MODEL_DIR/<last part of the id>`` (what ../shared/tools/fetch_pretrained.py builds);
+3. the project's ``.cache/models/<last part>`` (where the README and the tests put copies);
+4. the local Hugging Face cache (a snapshot downloaded earlier);
+5. the hub, only when it answers within a few seconds (and never with ``HF_HUB_OFFLINE=1``).
+
+When all fail it raises `ModelNotFoundError`: one line naming the id, where it looked, and
+the command that builds a local copy -- instead of minutes of retries and a long traceback.
+Torch-free: tests and `aa-harness` share it without importing a model library.
 """
 from __future__ import annotations
 
 import hashlib
 import os
+import urllib.error
+import urllib.request
 from pathlib import Path
 
+from harness.errors import HarnessError
+from harness.provenance import PROJECT_ROOT
+
 MODEL_DIR_ENV = "AA_HARNESS_MODEL_DIR"
+PROJECT_MODELS = PROJECT_ROOT / ".cache" / "models"
+HUB_TIMEOUT_ENV = "AA_HARNESS_HUB_TIMEOUT"  # seconds for the hub probe (default 5)
+FETCH_COMMAND = "python ../shared/tools/fetch_pretrained.py --out .cache/models"
 
 
-def resolve_model(ref: str) -> str:
-    if Path(ref).expanduser().is_dir():
-        return str(Path(ref).expanduser())
-    local = os.environ.get(MODEL_DIR_ENV)
-    if local:
-        candidate = Path(local) / ref.rstrip("/").split("/")[-1]
+class ModelNotFoundError(HarnessError):
+    """No local copy of a model and no reachable hub."""
+
+
+def model_dirs() -> list[Path]:
+    """Folders of local copies, in lookup order: $AA_HARNESS_MODEL_DIR, then the project's .cache/models."""
+    out = []
+    if os.environ.get(MODEL_DIR_ENV):
+        out.append(Path(os.environ[MODEL_DIR_ENV]).expanduser())
+    if PROJECT_MODELS not in out:
+        out.append(PROJECT_MODELS)
+    return out
+
+
+def _hf_cache_snapshot(ref: str) -> str | None:
+    """The newest snapshot folder of `ref` in the local Hugging Face cache, read from disk only."""
+    if "/" not in ref:
+        return None
+    hub_cache = os.environ.get("HF_HUB_CACHE") or os.path.join(
+        os.environ.get("HF_HOME", os.path.join(os.path.expanduser("~"), ".cache", "huggingface")), "hub")
+    snapshots = Path(hub_cache) / f"models--{ref.replace('/', '--')}" / "snapshots"
+    if not snapshots.is_dir():
+        return None
+    ref_file = snapshots.parent / "refs" / "main"
+    if ref_file.is_file():
+        main = snapshots / ref_file.read_text().strip()
+        if main.is_dir() and any(main.iterdir()):
+            return str(main)
+    found = sorted((p for p in snapshots.iterdir() if p.is_dir() and any(p.iterdir())), key=lambda p: p.stat().st_mtime)
+    return str(found[-1]) if found else None
+
+
+def hub_reachable(ref: str, timeout: float | None = None) -> bool:
+    """Whether the hub answers for `ref` within `timeout` seconds (False offline or with HF_HUB_OFFLINE)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return False
+    if timeout is None:
+        timeout = float(os.environ.get(HUB_TIMEOUT_ENV, "5"))
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+    try:
+        req = urllib.request.Request(f"{endpoint}/api/models/{ref}", method="HEAD")
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status < 400
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def resolve_model(ref: str, *, hub: bool = True) -> str:
+    """A local folder for `ref`, or `ref` itself when only the hub has it and the hub answers.
+
+    hub=False never contacts the hub (tests). Raises ModelNotFoundError otherwise.
+    """
+    path = Path(ref).expanduser()
+    if path.is_dir():
+        return str(path)
+    name = ref.rstrip("/").split("/")[-1]
+    looked = []
+    for folder in model_dirs():
+        candidate = folder / name
         if candidate.is_dir():
             return str(candidate)
-    return ref  # a hub id: the library downloads it (needs the hub)
+        looked.append(str(candidate))
+    snapshot = _hf_cache_snapshot(ref)
+    if snapshot:
+        return snapshot
+    looked.append("the Hugging Face cache")
+    if hub and "/" in ref and hub_reachable(ref):
+        # Keep the library's own retries short if the connection drops later.
+        os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "10")
+        os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "30")
+        return ref
+    looked.append("the hub (not reachable)" if hub and "/" in ref else "nowhere else (not a hub id)")
+    raise ModelNotFoundError(
+        f"model {ref!r} not found; looked in {', '.join(looked)}. Build a local copy with "
+        f"`{FETCH_COMMAND} --only {name}` or point ${MODEL_DIR_ENV} at a folder holding {name}/"
+    )
 
 
 def weights_fingerprint(path: str, *, limit_bytes: int = 1 << 34) -> str | None:

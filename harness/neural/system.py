@@ -40,24 +40,40 @@ class EncoderSystem:
         self._describe = dict(describe or {})
 
     def encode(self, documents: Sequence[Document]) -> np.ndarray:
+        # Under a harness run the phase bars show progress; no second bar from the encoding loop.
         vecs = encode_texts(self.model, [d.fullText for d in documents], self.device, cache=self.cache,
-                            max_tokens=self.max_tokens, progress=len(documents) > 256)
+                            max_tokens=self.max_tokens, progress=len(documents) > 256 and not self._in_phase)
+        return self._normalise(vecs)
+
+    _in_phase = False
+
+    def _normalise(self, vecs: np.ndarray) -> np.ndarray:
         if self.model.similarity == "cosine":
             vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
         return vecs
 
     def rank(self, queries: Sequence[Document], candidates: Sequence[Document], k: int):
         from harness.neural.search import top_k_by_backend
+        from harness.progress import encode_with_progress, phase
 
-        cand = check_vectors(self.encode(candidates), candidates, "encode() of the candidates")
-        qv = check_vectors(self.encode(queries), queries, "encode() of the queries")
+        label = self.device_name()
+        self._in_phase = True
+        try:
+            # Large chunks keep the token-budget batches full; the first small one times the estimate.
+            cand = encode_with_progress(self.encode, candidates, "encode candidates", device=label, chunk=2048)
+            qv = encode_with_progress(self.encode, queries, "encode queries", device=label, chunk=2048)
+        finally:
+            self._in_phase = False
+        cand = check_vectors(cand, candidates, "encode() of the candidates")
+        qv = check_vectors(qv, queries, "encode() of the queries")
         ids = [d.documentID for d in candidates]
-        if self.search_index == "exact":
-            ranked = top_k_by_backend(qv, cand, ids, k, device=self.device)
-        else:
-            from harness.neural.fast.compressed_search import build_index, index_search
+        with phase("search"):
+            if self.search_index == "exact":
+                ranked = top_k_by_backend(qv, cand, ids, k, device=self.device)
+            else:
+                from harness.neural.fast.compressed_search import build_index, index_search
 
-            ranked = index_search(build_index(cand, self.search_index), qv, ids, k, nprobe=self.search_nprobe)
+                ranked = index_search(build_index(cand, self.search_index), qv, ids, k, nprobe=self.search_nprobe)
         return {q.documentID: r for q, r in zip(queries, ranked)}
 
     def device_name(self) -> str:

@@ -30,6 +30,7 @@ from harness.runs.run_job import (
     DEFAULT_SPLITS_DIR,
     check_one_config,
     open_collection,
+    splits_dir_for,
     unique_seeds,
 )
 from harness.runs.runner import (
@@ -53,9 +54,10 @@ class RerankJob:
     depth: int = 100
     overwrite: bool = False
     runs_dir: Path = DEFAULT_RUNS_DIR
-    splits_dir: Path = DEFAULT_SPLITS_DIR
+    splits_dir: Path | None = None  # None: see harness.runs.run_job.splits_dir_for
     data_dir: str | None = None
     author_fraction: float = DEFAULT_AUTHOR_FRACTION
+    collection_name: str | None = None
 
 
 def default_run_name(first_stage: str, system: str, config) -> str:
@@ -75,12 +77,13 @@ def rerank_job(registry: Registry, job: RerankJob, log=print) -> list[RunOutcome
     name = job.run_name or default_run_name(job.first_stage, spec.name, config)
     check_run_name(name)
     check_runs_dir(job.runs_dir)
-    collection = open_collection(registry, job.collection, data_dir=job.data_dir)
+    collection = open_collection(registry, job.collection, data_dir=job.data_dir, name=job.collection_name)
+    splits_dir = splits_dir_for(registry, job.collection, job.runs_dir, job.splits_dir)
     check_runs_dir(job.runs_dir, collection.name, name)
     seeds = unique_seeds(job.seeds)
     check_one_config(Path(job.runs_dir) / collection.name / name, spec.name,
                      {**config_dict(config), "first_stage": job.first_stage}, seeds, job.overwrite)
-    splits = get_splits(collection, seeds, job.splits_dir, author_fraction=job.author_fraction)
+    splits = get_splits(collection, seeds, splits_dir, author_fraction=job.author_fraction)
     system, outcomes = None, []
     for seed, split in zip(seeds, splits):
         first = result_path(job.runs_dir, collection.name, job.first_stage, seed)
@@ -115,7 +118,8 @@ def rerank_job(registry: Registry, job: RerankJob, log=print) -> list[RunOutcome
         extra = {**describe_system(spec.name, system), "first_stage": job.first_stage,
                  "first_stage_metrics": fs["metrics"]}
         out = record_run(system_name=spec.name, system=system, config=cfg, collection=collection, split=split,
-                         rankings=rankings, wall=wall, runs_dir=job.runs_dir, run_name=name, depth=job.depth, extra=extra)
+                         rankings=rankings, wall=wall, runs_dir=job.runs_dir, run_name=name, depth=job.depth, extra=extra,
+                         plugin=spec.origin())
         m = out.metrics
         log(f"{name} on {collection.name} seed {seed}: S@8 {m['success@8']:.3f}  S@100 {m['success@100']:.3f}  "
             f"MRR@20 {m['mrr@20']:.3f} (first stage S@8 {fs['metrics']['success@8']:.3f})  -> {out.path}")

@@ -11,6 +11,7 @@ from harness.data.collection import Collection, load_collection
 from harness.errors import HarnessError
 from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, SEEDS, get_splits
 from harness.plugins import Registry
+from harness.provenance import PROJECT_ROOT
 from harness.runs.results import (
     DEFAULT_RUNS_DIR,
     check_run_name,
@@ -28,22 +29,51 @@ from harness.runs.runner import (
 )
 from harness.specs import load_object
 
-DEFAULT_SPLITS_DIR = Path("splits")
+DEFAULT_SPLITS_DIR = PROJECT_ROOT / "splits"  # the harness's own, committed manifests
 
 
-def open_collection(registry: Registry, name_or_path: str, *, data_dir=None, background: Sequence[str] = ()) -> Collection:
-    """A registered collection by name, or an ad-hoc one from a canonical JSONL file path."""
+def is_path_collection(registry: Registry, name_or_path: str) -> bool:
+    """True when `--collection` names a JSONL file rather than a registered collection."""
     path = Path(name_or_path)
-    if name_or_path not in registry.collections and (path.suffix in (".jsonl", ".gz") or path.exists()):
+    return name_or_path not in registry.collections and (path.suffix in (".jsonl", ".gz") or path.exists())
+
+
+def open_collection(registry: Registry, name_or_path: str, *, data_dir=None, background: Sequence[str] = (),
+                    name: str | None = None) -> Collection:
+    """A registered collection by name, or an ad-hoc one from a canonical JSONL file path.
+
+    name: what to call a path collection (default: the file's stem); it names its manifests
+    and results folder, so two different files called tiny.jsonl need two names.
+    """
+    path = Path(name_or_path)
+    if is_path_collection(registry, name_or_path):
         if path.is_dir():
             raise HarnessError(f"{path}: is a folder; --collection takes a registered name or a JSONL(.gz) file")
         if not path.exists():
             raise HarnessError(f"{path}: collection file not found")
-        name = path.name.split(".jsonl")[0]
-        return load_collection(name, [path], [Path(b) for b in background])
+        if name is not None and (not name or "/" in name or name.startswith(".")):
+            raise HarnessError(f"--name-collection {name!r}: give a plain name (no '/', not starting with '.')")
+        return load_collection(name or path.name.split(".jsonl")[0], [path], [Path(b) for b in background])
     if background:
         raise HarnessError("--background applies to a collection given as a file path, not to a registered collection")
+    if name:
+        raise HarnessError("--name-collection names a collection given as a file path; registered collections keep their names")
     return registry.collection(name_or_path).load(data_dir)
+
+
+def splits_dir_for(registry: Registry, name_or_path: str, runs_dir: Path, splits_dir: Path | None) -> Path:
+    """Where a run's split manifests live: --splits-dir if given; for a collection the harness
+    itself registers, its committed `splits/`; for a path collection or one from another plugin,
+    `<runs-dir>-splits/` beside the runs folder in use (never the harness's own folder, never
+    the working directory)."""
+    from harness.plugins import DEFAULT_PLUGINS
+
+    if splits_dir is not None:
+        return Path(splits_dir)
+    if not is_path_collection(registry, name_or_path) and registry.collection(name_or_path).plugin in DEFAULT_PLUGINS:
+        return DEFAULT_SPLITS_DIR
+    runs = Path(runs_dir)
+    return runs.parent / f"{runs.name}-splits"
 
 
 @dataclass
@@ -56,11 +86,12 @@ class RunJob:
     depth: int = 100
     overwrite: bool = False
     runs_dir: Path = DEFAULT_RUNS_DIR
-    splits_dir: Path = DEFAULT_SPLITS_DIR
+    splits_dir: Path | None = None  # None: see splits_dir_for
     data_dir: str | None = None
     background: Sequence[str] = ()
     author_fraction: float = DEFAULT_AUTHOR_FRACTION
     progress: bool = True
+    collection_name: str | None = None  # names a path collection (--name-collection)
 
 
 def unique_seeds(seeds: Sequence[int]) -> list[int]:
@@ -90,7 +121,7 @@ def check_one_config(run_dir: Path, system: str, config: dict, seeds: Sequence[i
 
 def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
     """Run each system on each seed's split; skip seeds that are up to date."""
-    from tqdm.auto import tqdm
+    from harness import progress
 
     if job.run_name is not None:
         check_run_name(job.run_name)
@@ -105,13 +136,15 @@ def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
                                f"a reranker runs as `aa-harness rerank {spec.name} --first-stage RUN`")
     configs = {s.name: build_config(load_object(s.config), job.overrides) for s in specs}
     check_runs_dir(job.runs_dir)
-    collection = open_collection(registry, job.collection, data_dir=job.data_dir, background=job.background)
+    collection = open_collection(registry, job.collection, data_dir=job.data_dir, background=job.background,
+                                 name=job.collection_name)
     for spec in specs:
         name = job.run_name or spec.name
         check_runs_dir(job.runs_dir, collection.name, name)
         check_one_config(Path(job.runs_dir) / collection.name / name, spec.name, config_dict(configs[spec.name]),
                          unique_seeds(job.seeds), job.overwrite)
-    splits = get_splits(collection, unique_seeds(job.seeds), job.splits_dir, author_fraction=job.author_fraction)
+    splits_dir = splits_dir_for(registry, job.collection, job.runs_dir, job.splits_dir)
+    splits = get_splits(collection, unique_seeds(job.seeds), splits_dir, author_fraction=job.author_fraction)
     outcomes = []
     for spec in specs:
         cfg = configs[spec.name]
@@ -129,12 +162,17 @@ def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
         if not todo:
             continue
         system = call_system(spec.name, "building the system", load_object(spec.factory), cfg)  # once, for every seed
-        for split in tqdm(todo, desc=f"{name} on {collection.name}", unit="seed", disable=not job.progress, file=sys.stderr):
+        for i, split in enumerate(todo, 1):
+            if job.progress:
+                print(f"{name} on {collection.name}: seed {split.seed} ({i}/{len(todo)})", file=sys.stderr, flush=True)
             extra = describe_system(spec.name, system)
-            out = run_split(system_name=spec.name, system=system, config=cfg_dict, collection=collection, split=split,
-                            runs_dir=job.runs_dir, run_name=name, depth=job.depth, extra=extra)
+            with progress.enabled(job.progress):
+                out = run_split(system_name=spec.name, system=system, config=cfg_dict, collection=collection,
+                                split=split, runs_dir=job.runs_dir, run_name=name, depth=job.depth, extra=extra,
+                                plugin=spec.origin())
             m = out.metrics
+            took = ", ".join(f"{k} {v:.1f} s" for k, v in out.phases.items())
             log(f"{name} on {collection.name} seed {split.seed}: S@8 {m['success@8']:.3f}  S@100 {m['success@100']:.3f}  "
-                f"MRR@20 {m['mrr@20']:.3f}  -> {out.path}")
+                f"MRR@20 {m['mrr@20']:.3f}  -> {out.path}" + (f"  ({took})" if took else ""))
             outcomes.append(out)
     return outcomes

@@ -10,7 +10,7 @@ import math
 import numbers
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -18,7 +18,8 @@ from harness.data.collection import Collection
 from harness.errors import HarnessError
 from harness.evaluation.metrics import evaluate, order
 from harness.evaluation.splits import Split
-from harness.protocols import as_ranker
+from harness.progress import phase, seed_scope
+from harness.protocols import DenseRanker, as_ranker
 from harness.provenance import provenance
 from harness.runs.results import (
     SCHEMA_VERSION,
@@ -34,6 +35,7 @@ class RunOutcome:
     path: Path
     skipped: bool
     metrics: Mapping[str, float]
+    phases: Mapping[str, float] = field(default_factory=dict)  # wall seconds per progress phase
 
 
 def up_to_date(path: Path, system: str, config: Mapping[str, Any], split: Split, depth: int, log=None) -> dict | None:
@@ -105,8 +107,10 @@ def check_rankings(rankings: Mapping, split: Split, depth: int, system: str) -> 
 
 def record_run(*, system_name: str, system: Any, config: Mapping[str, Any], collection: Collection, split: Split,
                rankings: Mapping, wall: float, runs_dir: Path, run_name: str, depth: int,
-               extra: Mapping[str, Any] | None = None) -> RunOutcome:
-    """Check a system's rankings, score them, and write the result and rankings files."""
+               extra: Mapping[str, Any] | None = None, plugin: Mapping[str, str] | None = None) -> RunOutcome:
+    """Check a system's rankings, score them, and write the result and rankings files.
+
+    plugin: the registering plugin's name, distribution and version (recorded in provenance)."""
     path = result_path(runs_dir, collection.name, run_name, split.seed)
     checked = check_rankings(rankings, split, depth, system_name)
     scores = evaluate(checked, split.needles, split.query_genres)
@@ -121,7 +125,7 @@ def record_run(*, system_name: str, system: Any, config: Mapping[str, Any], coll
         "depth": depth,
         "n_candidates": len(split.candidates),
         **scores,
-        "provenance": provenance(system, wall),
+        "provenance": provenance(system, wall, plugin=plugin),
         "extra": dict(extra or {}),
     }
     if _is_writer():
@@ -147,18 +151,28 @@ def run_split(
     run_name: str | None = None,
     depth: int = 100,
     extra: Mapping[str, Any] | None = None,
+    plugin: Mapping[str, str] | None = None,
 ) -> RunOutcome:
     """Rank every query of `split` and write the result (the caller checked up_to_date)."""
     docs = collection.documents
     queries = [docs[q.documentID] for q in split.queries]
     candidates = [docs[c] for c in split.candidates]
     ranker = as_ranker(system)
-    start = time.perf_counter()
-    raw = call_system(system_name, "rank()", ranker.rank, queries, candidates, depth)
-    wall = time.perf_counter() - start
-    return record_run(system_name=system_name, system=system, config=config, collection=collection, split=split,
-                      rankings=raw, wall=wall, runs_dir=runs_dir, run_name=run_name or system_name, depth=depth,
-                      extra=extra)
+    # Encoders show their own phases (encode candidates, encode queries, search); others rank in one.
+    phased = isinstance(ranker, DenseRanker) or hasattr(system, "encode")
+    with seed_scope(len(queries) + len(candidates), what=system_name) as timings:
+        start = time.perf_counter()
+        if phased:
+            raw = call_system(system_name, "rank()", ranker.rank, queries, candidates, depth)
+        else:
+            with phase("rank"):
+                raw = call_system(system_name, "rank()", ranker.rank, queries, candidates, depth)
+        wall = time.perf_counter() - start
+        with phase("score"):
+            out = record_run(system_name=system_name, system=system, config=config, collection=collection, split=split,
+                             rankings=raw, wall=wall, runs_dir=runs_dir, run_name=run_name or system_name, depth=depth,
+                             extra=extra, plugin=plugin)
+    return replace(out, phases=dict(timings))
 
 
 def call_system(system_name: str, what: str, fn, *args, **kwargs):

@@ -11,7 +11,7 @@ class SBERTConfig:
     """
 
     model: str = "sentence-transformers/all-mpnet-base-v2"
-    batch_size: int = 64
+    batch_size: int = 64  # texts per encoding batch
     max_seq_length: int | None = None
     device: str = "auto"
     dtype: str = "auto"

@@ -13,13 +13,16 @@ class SBERTSystem:
     """Encodes documents with a SentenceTransformer; unit-length vectors, so inner product = cosine."""
 
     def __init__(self, config: SBERTConfig):
+        self.config = config
+        self.path = resolve_model(config.model)  # first: a missing model fails in a second, before torch loads
         import torch
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
 
-        self.config = config
+        hf_logging.disable_progress_bar()  # no library bars around the harness's own
+
         device = config.device if config.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = config.dtype if config.dtype != "auto" else ("float16" if device.startswith("cuda") else "float32")
-        self.path = resolve_model(config.model)
         self.model = SentenceTransformer(self.path, device=device, model_kwargs={"torch_dtype": getattr(torch, dtype)})
         if config.max_seq_length is not None:
             self.model.max_seq_length = config.max_seq_length
@@ -37,7 +40,7 @@ class SBERTSystem:
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         return self.model.encode(texts, batch_size=self.config.batch_size, convert_to_numpy=True,
-                                 normalize_embeddings=True, show_progress_bar=len(texts) > 256)
+                                 normalize_embeddings=True, show_progress_bar=False)  # the harness shows one bar per phase
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         from harness.neural.embed_cache import cached_encode

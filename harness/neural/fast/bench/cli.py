@@ -18,10 +18,10 @@ def add_parser(sub) -> None:
         p.add_argument("--arch", default=default_arch, choices=arch_names(), help=f"architecture (default {default_arch})")
         p.add_argument("--random-weights", action="store_true",
                        help="build the architecture from its config with random weights (nothing downloaded)")
-        p.add_argument("--device", default="auto")
+        p.add_argument("--device", default="auto", help="cuda, cuda:N or cpu (default auto: CUDA when present)")
         p.add_argument("--max-tokens", type=int, default=65536, help="token budget of a harness batch")
-        p.add_argument("--naive-batch", type=int, default=32)
-        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--naive-batch", type=int, default=32, help="batch size of the naive baseline (default 32)")
+        p.add_argument("--seed", type=int, default=0, help="seed of the random weights and inputs (default 0)")
         p.add_argument("--texts", nargs="+", type=Path,
                        help="canonical JSONL(.gz) files whose texts are the inputs (else random token ids)")
         p.add_argument("--tokenizer", default=str(Path(".cache/models/qwen3-tokenizer")),
@@ -31,8 +31,9 @@ def add_parser(sub) -> None:
 
     p = kinds.add_parser("encode", help="bi-encoder encoding: tokens/s, documents/s, TFLOP/s, ratio to naive")
     model_args(p, "qwen3-0.6b")
-    p.add_argument("--docs", type=int, default=4096)
-    p.add_argument("--lengths", type=int, nargs=2, default=[150, 512], metavar=("MIN", "MAX"))
+    p.add_argument("--docs", type=int, default=4096, help="documents to encode (default 4096)")
+    p.add_argument("--lengths", type=int, nargs=2, default=[150, 512], metavar=("MIN", "MAX"),
+                   help="document lengths in tokens, drawn uniformly (default 150 512)")
     p.add_argument("--variant", action="append", default=[], metavar="MAX_TOKENS[:PATH]",
                    help="also time the harness with this budget and path (padded, packed or aa_causal); repeatable")
     p.add_argument("--shard", action="store_true",
@@ -41,25 +42,27 @@ def add_parser(sub) -> None:
 
     p = kinds.add_parser("rerank", help="cross-encoder reranking: pairs/s with query prefix reuse vs concatenated pairs")
     model_args(p, "mistral-nemo-12b")
-    p.add_argument("--queries", type=int, default=3)
-    p.add_argument("--candidates", type=int, default=100)
-    p.add_argument("--query-lengths", type=int, nargs=2, default=[300, 512], metavar=("MIN", "MAX"))
-    p.add_argument("--lengths", type=int, nargs=2, default=[150, 512], metavar=("MIN", "MAX"))
+    p.add_argument("--queries", type=int, default=3, help="queries (default 3)")
+    p.add_argument("--candidates", type=int, default=100, help="candidates per query (default 100)")
+    p.add_argument("--query-lengths", type=int, nargs=2, default=[300, 512], metavar=("MIN", "MAX"),
+                   help="query lengths in tokens (default 300 512)")
+    p.add_argument("--lengths", type=int, nargs=2, default=[150, 512], metavar=("MIN", "MAX"),
+                   help="candidate lengths in tokens (default 150 512)")
     p.set_defaults(fn=cmd_rerank)
 
     p = kinds.add_parser("search", help="exact (torch) and compressed (faiss) search over synthetic vectors")
-    p.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
-    p.add_argument("--dim", type=int, default=512)
-    p.add_argument("--queries", type=int, default=1000)
-    p.add_argument("--k", type=int, default=100)
+    p.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000], help="candidate pool sizes (default 100000 1000000)")
+    p.add_argument("--dim", type=int, default=512, help="vector dimension (default 512)")
+    p.add_argument("--queries", type=int, default=1000, help="queries (default 1000)")
+    p.add_argument("--k", type=int, default=100, help="neighbours kept per query (default 100)")
     p.add_argument("--index", help="faiss index-factory string (default: IVF ~4 sqrt(n) lists, PQ dim/8)")
     p.add_argument("--nprobe", type=int, nargs="+", default=[16, 64, 256],
                    help="inverted lists visited per query; several values give a recall/speed curve")
     p.add_argument("--exact-only", action="store_true", help="skip the faiss index (faiss not installed)")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path)
-    p.add_argument("--no-save", action="store_true")
+    p.add_argument("--device", default="auto", help="cuda, cuda:N or cpu (default auto: CUDA when present)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic vectors (default 0)")
+    p.add_argument("--out", type=Path, help="result JSON (default: benchmarks/results/search-<device>.json)")
+    p.add_argument("--no-save", action="store_true", help="print only")
     p.set_defaults(fn=cmd_search)
 
 

@@ -1,0 +1,1 @@
+"""An example aa-harness plugin package (see docs/plugins.md in the harness)."""

@@ -1,0 +1,89 @@
+"""The leaderboard as data: CSV or JSON tables for spreadsheets, notebooks and plots of one's own.
+
+`aa-harness export --format csv|json --out DIR` writes three tables from the run files:
+
+- leaderboard: one row per (collection, run): seeds, and per headline metric the mean and
+  sample sd over seeds and the mean of the seeds' 95% bootstrap bounds (fractions, not percent);
+- per-seed: one row per result file: the metrics and their 95% bootstrap interval;
+- per-query: one row per (collection, run, seed, query): the rank of its first needle (empty:
+  not in the top `depth`).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+from harness.atomic import atomic_write_text
+from harness.evaluation.metrics import HEADLINE, mean_sd
+from harness.reports.leaderboard import load_runs, run_order
+
+FORMATS = ("csv", "json")
+
+
+def _num(x: float) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 6)
+
+
+def leaderboard_rows(runs) -> list[dict]:
+    order = {n: i for i, n in enumerate(run_order(runs))}
+    rows = []
+    for (c, name), res in sorted(runs.items(), key=lambda kv: (kv[0][0], order[kv[0][1]])):
+        row = {"collection": c, "run": name, "system": res[0]["system"], "seeds": " ".join(str(r["seed"]) for r in res),
+               "n_seeds": len(res), "n_queries": sum(r["n_queries"] for r in res)}
+        for m in HEADLINE:
+            mean, sd = mean_sd([r["metrics"][m] for r in res])
+            row[f"{m} mean"] = _num(mean)
+            row[f"{m} sd"] = _num(sd)
+            row[f"{m} ci95 low"] = _num(sum(r["ci95"][m][0] for r in res) / len(res))
+            row[f"{m} ci95 high"] = _num(sum(r["ci95"][m][1] for r in res) / len(res))
+        rows.append(row)
+    return rows
+
+
+def per_seed_rows(runs) -> list[dict]:
+    rows = []
+    for (c, name), res in sorted(runs.items()):
+        for r in res:
+            row = {"collection": c, "run": name, "system": r["system"], "seed": r["seed"], "split_sha256": r["split_sha256"],
+                   "n_queries": r["n_queries"], "n_candidates": r["n_candidates"]}
+            for m in HEADLINE:
+                row[m] = _num(r["metrics"][m])
+                row[f"{m} ci95 low"], row[f"{m} ci95 high"] = (_num(v) for v in r["ci95"][m])
+            rows.append(row)
+    return rows
+
+
+def per_query_rows(runs) -> list[dict]:
+    rows = []
+    for (c, name), res in sorted(runs.items()):
+        for r in res:
+            for qid, rank in sorted(r["first_needle_rank"].items()):
+                rows.append({"collection": c, "run": name, "seed": r["seed"], "queryID": qid, "first_needle_rank": rank})
+    return rows
+
+
+def _csv(rows: list[dict]) -> str:
+    buf = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({k: ("" if v is None else v) for k, v in row.items()} for row in rows)
+    return buf.getvalue()
+
+
+def export_tables(runs_dir: Path, out_dir: Path, fmt: str = "csv") -> list[Path]:
+    """Write leaderboard, per-seed and per-query tables as `fmt` into out_dir; returns the paths."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+    runs = load_runs(Path(runs_dir))
+    tables = {"leaderboard": leaderboard_rows(runs), "per-seed": per_seed_rows(runs), "per-query": per_query_rows(runs)}
+    written = []
+    for name, rows in tables.items():
+        path = Path(out_dir) / f"{name}.{fmt}"
+        text = _csv(rows) if fmt == "csv" else json.dumps(rows, indent=1, ensure_ascii=False) + "\n"
+        atomic_write_text(path, text)
+        written.append(path)
+    return written
