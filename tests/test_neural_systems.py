@@ -191,11 +191,13 @@ def test_luar_training_lowers_loss(tiny_bert_dir, tmp_path, isolated_cache):
 
 
 @pytest.mark.parametrize("system,weights", [("sadiri", ["model.safetensors"]),
-                                            ("sadiri-v2", ["adapter/adapter_model.safetensors", "projection.safetensors"])])
+                                            ("sadiri-v2", ["adapter/adapter_model.safetensors", "projection.safetensors"]),
+                                            ("sadiri-v2-reranker", ["adapter/adapter_model.safetensors", "head.safetensors"])])
 def test_ddp_step_equals_single_process_step(system, weights, tiny_bert_dir, tiny_qwen3_dir, tmp_path):
     """Two processes (gloo, CPU) with the global batch split between them give the same loss
     and the same updated weights as one process with the whole batch (SADIRI-v2: fresh LoRA
-    and projection too, which every process must draw alike)."""
+    and projection too, which every process must draw alike; the reranker: its queries split
+    between the processes, with gradient accumulation over two global batches)."""
     import socket
     import subprocess
     import sys

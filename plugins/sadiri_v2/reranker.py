@@ -16,7 +16,6 @@ import torch
 from harness.atomic import atomic_write_text
 from harness.data.documents import Document
 from harness.errors import HarnessError
-from harness.neural.checkpoint import load_checkpoint, save_checkpoint
 from harness.neural.device import autocast, device_label, pick_device
 from harness.neural.encoder import TokenBiEncoder, embed_features
 from harness.neural.fast.enable import enable_fast_path
@@ -109,6 +108,7 @@ def save(model: PairScorer, folder: Path, config: RerankerConfig) -> None:
     atomic_write_text(folder / MODEL_JSON, json.dumps({
         "system": "sadiri-v2-reranker", "backbone": config.backbone, "hidden_size": model.head.in_features,
         "strategy": "+".join(parse_strategy(config.strategy)), "negatives": config.negatives,
+        "negative_sampling": config.negative_sampling, "negative_pool": config.negative_pool,
         "max_query_tokens": config.max_query_tokens, "max_candidate_tokens": config.max_candidate_tokens,
         "delimiter": config.delimiter}, indent=1))
 
@@ -186,91 +186,122 @@ class RerankerSystem:
                 "fast_path": self.fast_path}
 
 
-def _examples(documents: Sequence[Document], config: RerankerConfig, log) -> tuple[list[Document], list[tuple[int, int, list[int]]]]:
-    """(query, positive, negatives) index triples for a sample of the training authors."""
-    docs = sorted(documents, key=lambda d: (d.authorIDs[0], d.documentID))
-    authors = [d.authorIDs[0] for d in docs]
-    by_author: dict[str, list[int]] = {}
-    for i, a in enumerate(authors):
-        by_author.setdefault(a, []).append(i)
-    usable = sorted(a for a, ix in by_author.items() if len(ix) >= 2)
-    if len(usable) < 2:
-        raise HarnessError("reranker training needs at least two authors with two or more documents")
-    rng = random.Random(config.seed)
-    chosen = sorted(rng.sample(usable, max(1, round(config.author_fraction * len(usable)))))
-    neighbours = np.zeros((len(docs), 0), dtype=np.int64)
-    if set(parse_strategy(config.strategy)) & {"q", "p"}:
-        from plugins.sbert.embedder import sbert_embedder
-        from harness.neural.embed_cache import cache_root
+class QueryNegatives:
+    """The reranker's training task for the one loop (harness.neural.training): a global batch
+    is `queries_per_batch` (query, positive, m negatives) examples; each query's loss is Eq. 2
+    with tau over its 1 + m pair scores, and a batch's loss is the mean over its queries.
 
-        t = time.perf_counter()
-        neighbours = cached_neighbours([d.fullText for d in docs], authors,
-                                       sbert_embedder(config.sbert_model, config.device, 64), config.sbert_model,
-                                       k=max(64, 4 * config.negatives), cache_dir=cache_root() / "neighbours")
-        log(f"neighbours by {config.sbert_model} over {len(docs)} documents in {time.perf_counter() - t:.1f}s")
-    triples = []
-    for a in chosen:
-        q, p = rng.sample(by_author[a], 2)
-        triples.append((q, p, draw_negatives(q, p, config.strategy, config.negatives, neighbours, authors, rng)))
-    return docs, triples
+    Each process scores its shard of the batch, `micro_batch` queries a forward (0: the whole
+    shard); the gradients are scaled so that DDP's average equals the one-process mean.
+    """
+
+    unit = "queries"
+
+    def __init__(self, documents: Sequence[Document], config: RerankerConfig, embed_batch=None):
+        from harness.neural.training import default_embed_batch
+
+        self.config = config
+        self.embed_batch = embed_batch or default_embed_batch
+        self.docs = sorted(documents, key=lambda d: (d.authorIDs[0], d.documentID))
+        self.authors = [d.authorIDs[0] for d in self.docs]
+        self.by_author: dict[str, list[int]] = {}
+        for i, a in enumerate(self.authors):
+            self.by_author.setdefault(a, []).append(i)
+        usable = sorted(a for a, ix in self.by_author.items() if len(ix) >= 2)
+        if len(usable) < 2:
+            raise HarnessError("reranker training needs at least two authors with two or more documents")
+        rng = random.Random(config.seed)
+        self.chosen = sorted(rng.sample(usable, max(1, round(config.author_fraction * len(usable)))))
+        self._neighbours: np.ndarray | None = None
+
+    def size(self) -> int:
+        return len(self.chosen)
+
+    def neighbours(self, log) -> np.ndarray:
+        """Each document's nearest documents by other authors (SBERT cosine), computed once and cached."""
+        c = self.config
+        if self._neighbours is None:
+            self._neighbours = np.zeros((len(self.docs), 0), dtype=np.int64)
+            if set(parse_strategy(c.strategy)) & {"q", "p"}:
+                from harness.neural.embed_cache import cache_root
+                from plugins.sbert.embedder import sbert_embedder
+
+                t = time.perf_counter()
+                k = max(64, 4 * c.negatives, c.negative_pool + 2)
+                self._neighbours = cached_neighbours([d.fullText for d in self.docs], self.authors,
+                                                     sbert_embedder(c.sbert_model, c.device, 64), c.sbert_model,
+                                                     k=k, cache_dir=cache_root() / "neighbours")
+                log(f"neighbours by {c.sbert_model} over {len(self.docs)} documents in {time.perf_counter() - t:.1f}s")
+        return self._neighbours
+
+    def examples(self, epoch: int, log) -> list[list[int]]:
+        """[query, positive, *negatives] per chosen author, drawn anew each epoch (seeded)."""
+        c = self.config
+        neighbours = self.neighbours(log)
+        rng = random.Random(c.seed * 1000 + epoch)
+        pool = c.negative_pool if c.negative_sampling == "sampled" else None
+        out = []
+        for a in self.chosen:
+            q, p = rng.sample(self.by_author[a], 2)
+            out.append([q, p, *draw_negatives(q, p, c.strategy, c.negatives, neighbours, self.authors, rng, pool=pool)])
+        return out
+
+    def plan_epoch(self, model, epoch: int, device, log) -> list[list]:
+        from harness.neural.distributed import world_size
+
+        examples = self.examples(epoch, log)
+        random.Random(self.config.seed * 1000 + epoch).shuffle(examples)
+        n = self.config.queries_per_batch
+        batches = [examples[i:i + n] for i in range(0, len(examples), n)]
+        if len(batches) > 1 and len(batches[-1]) < world_size():  # every process needs a query
+            batches[-2] += batches.pop()
+        return batches
+
+    def step(self, wrapped, model, shard, sizes, device, amp, scale, last):
+        import torch.nn.functional as F
+
+        from harness.neural import distributed as D
+        from harness.neural.training import StepResult
+
+        c, total, procs = self.config, sum(sizes), len(sizes)
+        micro = c.micro_batch or len(shard)
+        pieces = [shard[i:i + micro] for i in range(0, len(shard), micro)]
+        loss_sum, docs, tokens = 0.0, 0, 0
+        for k, piece in enumerate(pieces):
+            features, counts = [], []
+            for q, *cands in piece:
+                features += model.pair_features(self.docs[q].fullText, [self.docs[i].fullText for i in cands])
+                counts.append(len(cands))
+            with D.sync_grads(wrapped, last and k == len(pieces) - 1):
+                with autocast(device, amp):
+                    scores = self.embed_batch(wrapped, model, features, device)[:, 0].float()
+                ce = sum(F.cross_entropy(s[None, :] / c.tau, s.new_zeros(1, dtype=torch.long))
+                         for s in torch.split(scores, counts))
+                (ce * (scale * procs / total)).backward()
+            loss_sum += float(ce.detach())
+            docs += len(features)
+            tokens += sum(len(f) for f in features)
+        if procs > 1:
+            import torch.distributed as dist
+
+            box = torch.tensor([loss_sum, docs, tokens], dtype=torch.float64, device=device)
+            dist.all_reduce(box)
+            loss_sum, docs, tokens = float(box[0]), int(box[1]), int(box[2])
+        return StepResult(loss_sum / total, docs, tokens)
 
 
-def train(config: RerankerConfig, documents: Sequence[Document], out_dir: Path, log=print) -> Path:
-    """Eq. 2 with tau = 1 over 1 + m candidates, one query per batch, gradient accumulation."""
-    from tqdm.auto import tqdm
+def train(config: RerankerConfig, documents: Sequence[Document], out_dir: Path, log=print, embed_batch=None) -> Path:
+    """Eq. 2 with tau = 1 over 1 + m candidates per query, on the one training loop (DDP,
+    gradient accumulation, N-step checkpoints and resume). Seeds, then builds the model."""
+    from harness.neural.recipe import config_sections
+    from harness.neural.training import train_loop
 
     torch.manual_seed(config.seed)
+    task = QueryNegatives(documents, config, embed_batch)
+    model = new_for_training(config)
+    log(f"reranker: {task.size()} queries x (1 + {config.negatives}) candidates, strategy {config.strategy}, "
+        f"negatives {config.negative_sampling}")
     out_dir = Path(out_dir)
-    docs, triples = _examples(documents, config, log)
-    device = pick_device(config.device)
-    model = new_for_training(config).to(device)
-    for p in model.trainable_parameters():
-        p.data = p.data.float()
-    if config.grad_checkpointing:
-        model.enable_gradient_checkpointing()
-    model.train()
-    optimizer = torch.optim.Adam(model.trainable_parameters(), lr=config.lr)
-    progress = load_checkpoint(out_dir / "checkpoint", model, optimizer) or {"epoch": 0, "done": 0, "log": [], "steps": 0}
-    amp = config.bf16 and device.type == "cuda"
-    log(f"training PairScorer on {device_label(device)}: {len(triples)} queries x (1 + {config.negatives}) candidates, "
-        f"strategy {config.strategy}, {sum(p.numel() for p in model.trainable_parameters()):,} trainable parameters")
-    target = torch.zeros(1, dtype=torch.long, device=device)
-    for epoch in range(progress["epoch"], config.epochs):
-        order = list(range(len(triples)))
-        random.Random(config.seed * 1000 + epoch).shuffle(order)
-        t0, pending = time.perf_counter(), []
-        for n in tqdm(range(progress["done"], len(order)), desc=f"epoch {epoch}", file=sys.stderr, disable=not sys.stderr.isatty()):
-            q, p, negs = triples[order[n]]
-            feats = model.pair_features(docs[q].fullText, [docs[i].fullText for i in [p, *negs]])
-            batch = {k: v.to(device) for k, v in model.collate(feats).items()}
-            with autocast(device, amp):
-                scores = model(**batch)[:, 0].float()
-            loss = torch.nn.functional.cross_entropy(scores[None, :] / config.tau, target)
-            (loss / config.grad_accumulation).backward()
-            pending.append(float(loss.detach()))
-            last = n == len(order) - 1
-            if len(pending) == config.grad_accumulation or last:
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-                progress["steps"] += 1
-                progress["log"].append({"epoch": epoch, "step": progress["steps"], "loss": round(sum(pending) / len(pending), 6),
-                                        "queries": len(pending)})
-                if progress["steps"] % 5 == 0 or last:
-                    log(f"epoch {epoch} step {progress['steps']} loss {progress['log'][-1]['loss']:.4f}")
-                pending = []
-                progress["done"] = n + 1
-                if config.max_steps and progress["steps"] >= config.max_steps:
-                    break
-        progress["log"].append({"epoch": epoch, "epoch_seconds": round(time.perf_counter() - t0, 2)})
-        progress.update(epoch=epoch + 1, done=0)
-        save_checkpoint(out_dir / "checkpoint", model, optimizer, progress)
-        if config.max_steps and progress["steps"] >= config.max_steps:
-            break
-    save(model, out_dir / "model", config)
-    summary = {"device": device_label(device), "world_size": 1, "authors": len(triples), "steps": progress["steps"],
-               "strategy": config.strategy, "recipe": {"tau": config.tau, "lr": config.lr, "epochs": config.epochs,
-                                                       "authors_per_batch": 1, "hard_negatives": False,
-                                                       "grad_accumulation": config.grad_accumulation, "negatives": config.negatives},
-               "log": progress["log"]}
-    atomic_write_text(out_dir / "train_log.json", json.dumps(summary, indent=1) + "\n")
+    train_loop(model, task, config, out_dir, save=lambda m, folder: save(m, folder, config), log=log,
+               record={"strategy": config.strategy, "recipe": config_sections(config)["recipe"]})
     return out_dir / "model"
