@@ -10,15 +10,14 @@ each key belongs to exactly one purpose:
   runtime       where it runs (device)
   model         which trained model to load
 
-`config_sections(config)` splits a config by purpose (the model card records the recipe).
-A key's purpose is that of the section that first declares it; a plugin may redeclare a
-section's field to change its default (its recipe value) without moving it.
+`harness.config.config_sections(config)` splits a config by purpose (the model card records
+the recipe). A key's purpose is that of the section that first declares it; a plugin may
+redeclare a section's field to change its default (its recipe value) without moving it.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 
 class Section:
@@ -114,23 +113,3 @@ class TrainedModel(Section):
 @dataclass(frozen=True)
 class ContrastiveTraining(ContrastiveRecipe, TrainingRun, EncodeSettings, Runtime):
     """Every bi-encoder plugin's config base: the contrastive recipe, how to run it, how to encode."""
-
-
-def field_purposes(cls: type) -> dict[str, str]:
-    """key -> purpose: that of the first class (base first) declaring the key; "model" otherwise."""
-    owner: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        for name in klass.__dict__.get("__annotations__", {}):
-            if name != "purpose" and name not in owner:
-                owner[name] = klass.__dict__.get("purpose", "") or "model"
-    return {f.name: owner.get(f.name, "model") for f in dataclasses.fields(cls)}
-
-
-def config_sections(config: Any) -> dict[str, dict[str, Any]]:
-    """{purpose: {key: value}} of a config instance (tuples as lists, JSON-ready)."""
-    import json
-
-    out: dict[str, dict[str, Any]] = {}
-    for name, purpose in field_purposes(type(config)).items():
-        out.setdefault(purpose, {})[name] = json.loads(json.dumps(getattr(config, name)))
-    return out

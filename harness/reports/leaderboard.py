@@ -14,6 +14,7 @@ import numpy as np
 from harness.atomic import atomic_open, atomic_write_text
 from harness.errors import DataError
 from harness.evaluation.metrics import HEADLINE, mean_sd
+from harness.reports.fixes import footnotes, label, load_fixes, run_marks
 from harness.reports.reported import NOTE, PAPER, REPORTED
 from harness.runs.results import iter_results
 
@@ -50,7 +51,8 @@ def run_order(runs) -> list[str]:
     return sorted(system, key=lambda n: (system[n], n))
 
 
-def main_table(runs) -> str:
+def main_table(runs, marks: dict | None = None) -> str:
+    """marks: run name -> the fixes (harness.reports.fixes) its code predates, shown after the name."""
     from tabulate import tabulate
 
     collections = sorted({c for c, _ in runs})
@@ -59,7 +61,7 @@ def main_table(runs) -> str:
     headers = ["system"] + [f"{c} {SHORT[m]}" for c in collections for m in HEADLINE]
     rows = []
     for name in names:
-        row = [name]
+        row = [label(name, (marks or {}).get(name, []))]
         for c in collections:
             res = runs.get((c, name))
             row += [_cell([r["metrics"][m] for r in res], n_seeds[c]) if res else "" for m in HEADLINE]
@@ -106,11 +108,11 @@ def genre_tables(runs) -> str:
     return "\n".join(parts)
 
 
-STRATEGY_LABELS = {"q": "n(d_q)", "p": "n(d_q+)", "r": "n(r)"}
+def rerank_tables(runs, describe_run=None, marks: dict | None = None) -> str:
+    """The paper's Table 2 layout: per collection and first stage, its row, then one per reranker run.
 
-
-def rerank_tables(runs) -> str:
-    """The paper's Table 2 layout: per collection and first stage, its row, then one per reranker run."""
+    describe_run(system, config) -> the row's label (the system's plugin describes it; "" or
+    None: the run name alone). marks: run name -> fixes its code predates."""
     from tabulate import tabulate
 
     parts = []
@@ -125,15 +127,14 @@ def rerank_tables(runs) -> str:
     for (c, first), names in sorted(groups.items()):
         rows = []
         if (c, first) in runs:
-            rows.append([f"{first} (first stage)", ""] + [_cell([r["metrics"][m] for r in runs[(c, first)]], n_seeds[c])
+            rows.append([f"{label(first, (marks or {}).get(first, []))} (first stage)", ""] + [_cell([r["metrics"][m] for r in runs[(c, first)]], n_seeds[c])
                                                           for m in HEADLINE])
         for name in sorted(names):
             res = runs[(c, name)]
             cfg = res[0]["config"]
-            strategy = cfg.get("strategy")
-            label = " + ".join(STRATEGY_LABELS.get(x, x) for x in strategy.split("+")) if strategy else name
+            text = (describe_run(res[0]["system"], cfg) if describe_run else "") or name
             share = f"{100 * cfg['author_fraction']:.0f}%" if "author_fraction" in cfg else ""
-            rows.append([f"{label}  ({name})", share] + [_cell([r["metrics"][m] for r in res], n_seeds[c]) for m in HEADLINE])
+            rows.append([f"{text}  ({name})", share] + [_cell([r["metrics"][m] for r in res], n_seeds[c]) for m in HEADLINE])
         parts.append(f"## {c}: reranking the top 100 of {first}\n\n" + tabulate(
             rows, headers=["negatives (run)", "training authors used", "S@8", "S@100", "MRR@20"], tablefmt="github",
             disable_numparse=True) + "\n")
@@ -175,14 +176,32 @@ def plot_curves(runs, collection: str, path: Path) -> None:
     plt.close(fig)
 
 
-def training_page(training_dir: Path) -> str:
-    from harness.reports.training import load_logs, training_table
+def training_page(training_dir: Path, fixes=()) -> str:
+    from harness.reports.training import load_logs, log_marks, training_table
 
     logs = load_logs(training_dir)
-    body = training_table(logs) if logs else "(no training logs)"
+    marks = log_marks(logs, list(fixes))
+    notes = footnotes(f for m in marks.values() for f in m)
+    body = (training_table(logs, marks) + ("\n" + notes.rstrip("\n") if notes else "")) if logs else "(no training logs)"
     return (f"{HEADER}# Training runs\n\nFrom `leaderboards/training/<run>.train_log.json` (written by "
             "`aa-harness train`). Train seconds sum the epochs' wall time (the hard-negative clustering included); "
             f"docs/s counts both documents of every author pair.\n\n{body}\n\n![training loss](training-loss.png)\n")
+
+
+def _plugin_reports():
+    """(describe_run(system, config) -> label, {system: report note}) from the registered systems'
+    specs: each plugin describes its own runs, the core knows none of them."""
+    from harness.plugins import load_registry
+    from harness.specs import load_object
+
+    specs = load_registry().systems
+    describers = {name: load_object(s.describe_run) for name, s in specs.items() if s.describe_run}
+
+    def describe_run(system: str, config: dict) -> str:
+        fn = describers.get(system)
+        return fn(config) if fn else ""
+
+    return describe_run, {name: s.report_note for name, s in specs.items() if s.report_note}
 
 
 def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True, bench_dir: Path | None = None) -> list[Path]:
@@ -192,6 +211,9 @@ def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True, ben
     runs = load_runs(runs_dir)
     out_dir = Path(out_dir)
     training_dir = Path(runs_dir).parent / "training"
+    fixes = load_fixes(Path(runs_dir).parent / "fixes.json")
+    marks = {name: m for (_, name), res in runs.items() if (m := run_marks(fixes, res))}
+    plugins = _plugin_reports()
     collections = sorted({c for c, _ in runs})
     plot_lines = "\n".join(f"![Success@k on {c}](success-at-k-{c}.png)" for c in collections)
     main = (f"{HEADER}# Leaderboard\n\nSuccess@8, Success@100 and MRR@20 in percent, mean ± sample sd over the "
@@ -199,7 +221,8 @@ def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True, ben
             "Per-genre tables: [per-genre.md](per-genre.md). Training runs: [training.md](training.md). "
             "Reranking (Table 2 layout): [rerank.md](rerank.md). "
             "Figures the paper reports: [reported.md](reported.md). Throughput: [performance.md](performance.md).\n\n"
-            f"{main_table(runs) if runs else '(no runs yet)'}\n\n## Runs\n\n{provenance_table(runs) if runs else ''}\n\n"
+            f"{main_table(runs, marks) if runs else '(no runs yet)'}\n"
+            f"{footnotes(f for m in marks.values() for f in m)}\n## Runs\n\n{provenance_table(runs) if runs else ''}\n\n"
             f"## Success@k, k = 1…100\n\n{plot_lines}\n")
     written = [out_dir / "main.md", out_dir / "per-genre.md", out_dir / "reported.md", out_dir / "training.md",
                out_dir / "rerank.md", out_dir / "performance.md"]
@@ -208,13 +231,15 @@ def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True, ben
     atomic_write_text(written[0], main)
     atomic_write_text(written[1], f"{HEADER}# Per-genre results\n\n{genre_tables(runs)}")
     atomic_write_text(written[2], reported_table())
-    atomic_write_text(written[3], training_page(training_dir))
+    atomic_write_text(written[3], training_page(training_dir, fixes))
+    rerankers = sorted({res[0]["system"] for res in runs.values() if res[0]["config"].get("first_stage")})
+    notes = "".join(plugins[1][s] + " " for s in rerankers if plugins[1].get(s))
+    rerank_marks = {n: m for n, m in marks.items() if any(r[0]["config"].get("first_stage") == n for r in runs.values())}
     atomic_write_text(written[4], f"{HEADER}# Reranking (the layout of the paper's Table 2)\n\nEach reranker rescored "
                       "the first stage's saved top 100 per query. Success@100 is the first stage's by construction "
-                      "(the same 100 candidates, reordered); it is shown, not re-estimated. Negatives the reranker was "
-                      "trained on: n(d_q) nearest the query, n(d_q+) nearest the positive, n(r) random "
-                      "(all-mpnet-base-v2 cosine); m = 12 split evenly over the chosen kinds. Mean ± sd over seeds, in "
-                      f"percent.\n\n{rerank_tables(runs)}")
+                      f"(the same 100 candidates, reordered); it is shown, not re-estimated. {notes}Mean ± sd over seeds, "
+                      f"in percent.\n\n{rerank_tables(runs, plugins[0], rerank_marks)}"
+                      f"{footnotes(f for m in rerank_marks.values() for f in m)}")
     if plots:
         from harness.reports.training import load_logs, plot_losses
 

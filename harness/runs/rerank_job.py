@@ -16,6 +16,7 @@ from harness.config import build_config, config_dict
 from harness.errors import HarnessError
 from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, SEEDS, get_split
 from harness.plugins import Registry
+from harness.runs.models import addressed_config
 from harness.runs.results import (
     DEFAULT_RUNS_DIR,
     rankings_path,
@@ -69,7 +70,8 @@ def rerank_job(registry: Registry, job: RerankJob, log=print) -> list[RunOutcome
         if fs["depth"] < job.depth:
             raise HarnessError(f"{first} kept the top {fs['depth']}, fewer than --depth {job.depth}")
         digest = hashlib.sha256(rankings_path(first).read_bytes()).hexdigest()
-        cfg = {**config_dict(config), "first_stage": job.first_stage, "first_stage_rankings_sha256": digest}
+        recorded, address = addressed_config(config_dict(config))  # the model by content hash, not path
+        cfg = {**recorded, "first_stage": job.first_stage, "first_stage_rankings_sha256": digest}
         path = result_path(job.runs_dir, collection.name, name, seed)
         if not job.overwrite and up_to_date(path, spec.name, cfg, split, job.depth):
             log(f"{name} on {collection.name} seed {seed}: up to date ({path}); --overwrite to recompute")
@@ -87,6 +89,8 @@ def rerank_job(registry: Registry, job: RerankJob, log=print) -> list[RunOutcome
                     for q, cands, sc in zip(split.queries, cand_lists, scores) if cands}
         extra = {**getattr(system, "describe", lambda: {})(), "first_stage": job.first_stage,
                  "first_stage_metrics": fs["metrics"]}
+        if address:
+            extra.update(model_sha256=address["sha256"], model_card=address["card"])
         out = record_run(system_name=spec.name, system=system, config=cfg, collection=collection, split=split,
                          rankings=rankings, wall=wall, runs_dir=job.runs_dir, run_name=name, depth=job.depth, extra=extra)
         m = out.metrics

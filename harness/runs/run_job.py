@@ -11,6 +11,7 @@ from harness.data.collection import Collection, load_collection
 from harness.errors import HarnessError
 from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, SEEDS, Split, get_split
 from harness.plugins import Registry
+from harness.runs.models import addressed_config
 from harness.runs.results import DEFAULT_RUNS_DIR, result_path
 from harness.runs.runner import RunOutcome, run_split, up_to_date
 from harness.specs import load_object
@@ -67,7 +68,7 @@ def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
     outcomes = []
     for spec in specs:
         cfg = configs[spec.name]
-        cfg_dict = config_dict(cfg)
+        cfg_dict, address = addressed_config(config_dict(cfg))  # a trained model by content hash, not path
         name = job.run_name or spec.name
         todo = []
         for split in splits:
@@ -83,6 +84,8 @@ def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
         system = load_object(spec.factory)(cfg)  # built once, used for every seed
         for split in tqdm(todo, desc=f"{name} on {collection.name}", unit="seed", disable=not job.progress, file=sys.stderr):
             extra = getattr(system, "describe", lambda: {})()
+            if address:
+                extra = {**extra, "model_sha256": address["sha256"], "model_card": address["card"]}
             out = run_split(system_name=spec.name, system=system, config=cfg_dict, collection=collection, split=split,
                             runs_dir=job.runs_dir, run_name=name, depth=job.depth, extra=extra)
             m = out.metrics

@@ -293,7 +293,7 @@ class QueryNegatives:
 def train(config: RerankerConfig, documents: Sequence[Document], out_dir: Path, log=print, embed_batch=None) -> Path:
     """Eq. 2 with tau = 1 over 1 + m candidates per query, on the one training loop (DDP,
     gradient accumulation, N-step checkpoints and resume). Seeds, then builds the model."""
-    from harness.neural.recipe import config_sections
+    from harness.config import config_sections
     from harness.neural.training import train_loop
 
     torch.manual_seed(config.seed)
