@@ -68,15 +68,16 @@ def config_dict(config: Any) -> dict[str, Any]:
 
 
 def field_purposes(cls: type) -> dict[str, str]:
-    """key -> purpose ("recipe", "training run", "inference", "runtime", "model"): the `purpose`
-    of the first class, base first, that declares the key (harness.neural.recipe's sections);
-    "model" for a key no section declares (e.g. every key of a config without sections)."""
+    """key -> purpose ("recipe", "training run", "inference", "runtime", "model", "settings"): the `purpose`
+    (its own or inherited) of the first class, base first, that declares the key
+    (harness.neural.recipe's sections); "settings" for a key no section declares (every key of
+    a config without sections, e.g. BM25's)."""
     owner: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
         for name in klass.__dict__.get("__annotations__", {}):
             if name != "purpose" and name not in owner:
-                owner[name] = klass.__dict__.get("purpose", "") or "model"
-    return {f.name: owner.get(f.name, "model") for f in dataclasses.fields(cls)}
+                owner[name] = getattr(klass, "purpose", "") or "settings"
+    return {f.name: owner.get(f.name, "settings") for f in dataclasses.fields(cls)}
 
 
 def config_sections(config: Any) -> dict[str, dict[str, Any]]:

@@ -89,8 +89,9 @@ class ContrastivePairs:
     Under DDP the embeddings are gathered before the loss, which therefore equals the
     one-process loss. With `micro_batch` < the shard, the shard is embedded in pieces without
     gradients, the loss's gradient with respect to the embeddings is taken once, and each piece
-    is re-embedded with gradients and back-propagated (a gradient cache, with each piece's
-    random state replayed): the update equals the whole-shard update, in less memory.
+    is re-embedded with gradients and back-propagated (a gradient cache; each piece's random
+    state is replayed, so both passes draw the same dropout masks): without dropout the update
+    equals the whole-shard update (tested), in the memory of one piece.
     """
 
     unit = "authors"
