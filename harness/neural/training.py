@@ -146,19 +146,20 @@ class ContrastivePairs:
         pieces = [shard[i:i + micro] for i in range(0, len(shard), micro)]
         features = [self._features(model, piece) for piece in pieces]
         tokens = sum(model.feature_length(f) for fs in features for f in fs) * len(sizes)
-        states, parts = [], []
+        states, firsts, seconds = [], [], []
         with torch.no_grad():
             for piece, fs in zip(pieces, features):
-                states.append(_rng_state(device))
+                states.append(RngState.capture(device))
                 emb = self._embed(wrapped, model, fs, device, amp).float()
-                parts.append((emb[: len(piece)], emb[len(piece):]))
-        a = torch.cat([p[0] for p in parts]).requires_grad_()
-        b = torch.cat([p[1] for p in parts]).requires_grad_()
+                firsts.append(emb[: len(piece)])
+                seconds.append(emb[len(piece):])
+        a = torch.cat(firsts).requires_grad_()
+        b = torch.cat(seconds).requires_grad_()
         loss = self._loss(a, b, sizes, model)
         (loss * scale).backward()
         start = 0
         for k, (piece, fs, state) in enumerate(zip(pieces, features, states)):
-            _set_rng_state(state, device)
+            state.restore(device)
             with D.sync_grads(wrapped, last and k == len(pieces) - 1):
                 emb = self._embed(wrapped, model, fs, device, amp).float()
                 n = len(piece)
@@ -168,14 +169,21 @@ class ContrastivePairs:
         return StepResult(float(loss.detach()), 2 * sum(sizes), tokens)
 
 
-def _rng_state(device: torch.device):
-    return torch.get_rng_state(), (torch.cuda.get_rng_state(device) if device.type == "cuda" else None)
+@dataclass(frozen=True)
+class RngState:
+    """The random state a forward draws dropout from, to replay it."""
 
+    cpu: torch.Tensor
+    cuda: torch.Tensor | None
 
-def _set_rng_state(state, device: torch.device) -> None:
-    torch.set_rng_state(state[0])
-    if state[1] is not None:
-        torch.cuda.set_rng_state(state[1], device)
+    @classmethod
+    def capture(cls, device: torch.device) -> RngState:
+        return cls(torch.get_rng_state(), torch.cuda.get_rng_state(device) if device.type == "cuda" else None)
+
+    def restore(self, device: torch.device) -> None:
+        torch.set_rng_state(self.cpu)
+        if self.cuda is not None:
+            torch.cuda.set_rng_state(self.cuda, device)
 
 
 def train_loop(model: BiEncoder, task: TrainingTask, recipe, out_dir: Path, *, save: Callable[[BiEncoder, Path], None],

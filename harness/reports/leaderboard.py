@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -188,9 +189,14 @@ def training_page(training_dir: Path, fixes=()) -> str:
             f"docs/s counts both documents of every author pair.\n\n{body}\n\n![training loss](training-loss.png)\n")
 
 
-def _plugin_reports():
-    """(describe_run(system, config) -> label, {system: report note}) from the registered systems'
-    specs: each plugin describes its own runs, the core knows none of them."""
+class PluginReports(NamedTuple):
+    describe_run: Callable[[str, dict], str]  # (system, a run's config) -> label ("" for none)
+    notes: dict[str, str]  # system -> the sentence its plugin wants beside its runs
+
+
+def plugin_reports() -> PluginReports:
+    """What the registered systems' specs say about their runs: each plugin describes its own
+    runs (SystemSpec.describe_run, report_note); the core knows none of them."""
     from harness.plugins import load_registry
     from harness.specs import load_object
 
@@ -201,7 +207,7 @@ def _plugin_reports():
         fn = describers.get(system)
         return fn(config) if fn else ""
 
-    return describe_run, {name: s.report_note for name, s in specs.items() if s.report_note}
+    return PluginReports(describe_run, {name: s.report_note for name, s in specs.items() if s.report_note})
 
 
 def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True, bench_dir: Path | None = None) -> list[Path]:
@@ -213,7 +219,7 @@ def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True, ben
     training_dir = Path(runs_dir).parent / "training"
     fixes = load_fixes(Path(runs_dir).parent / "fixes.json")
     marks = {name: m for (_, name), res in runs.items() if (m := run_marks(fixes, res))}
-    plugins = _plugin_reports()
+    plugins = plugin_reports()
     collections = sorted({c for c, _ in runs})
     plot_lines = "\n".join(f"![Success@k on {c}](success-at-k-{c}.png)" for c in collections)
     main = (f"{HEADER}# Leaderboard\n\nSuccess@8, Success@100 and MRR@20 in percent, mean ± sample sd over the "
@@ -224,21 +230,22 @@ def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True, ben
             f"{main_table(runs, marks) if runs else '(no runs yet)'}\n"
             f"{footnotes(f for m in marks.values() for f in m)}\n## Runs\n\n{provenance_table(runs) if runs else ''}\n\n"
             f"## Success@k, k = 1…100\n\n{plot_lines}\n")
-    written = [out_dir / "main.md", out_dir / "per-genre.md", out_dir / "reported.md", out_dir / "training.md",
-               out_dir / "rerank.md", out_dir / "performance.md"]
+    pages = {name: out_dir / name for name in ("main.md", "per-genre.md", "reported.md", "training.md", "rerank.md",
+                                               "performance.md")}
+    written = list(pages.values())
     bench_dir = Path(bench_dir) if bench_dir else Path(runs_dir).resolve().parent.parent / "benchmarks" / "results"
-    atomic_write_text(written[5], performance_page(bench_dir))
-    atomic_write_text(written[0], main)
-    atomic_write_text(written[1], f"{HEADER}# Per-genre results\n\n{genre_tables(runs)}")
-    atomic_write_text(written[2], reported_table())
-    atomic_write_text(written[3], training_page(training_dir, fixes))
+    atomic_write_text(pages["performance.md"], performance_page(bench_dir))
+    atomic_write_text(pages["main.md"], main)
+    atomic_write_text(pages["per-genre.md"], f"{HEADER}# Per-genre results\n\n{genre_tables(runs)}")
+    atomic_write_text(pages["reported.md"], reported_table())
+    atomic_write_text(pages["training.md"], training_page(training_dir, fixes))
     rerankers = sorted({res[0]["system"] for res in runs.values() if res[0]["config"].get("first_stage")})
-    notes = "".join(plugins[1][s] + " " for s in rerankers if plugins[1].get(s))
+    notes = "".join(plugins.notes[s] + " " for s in rerankers if s in plugins.notes)
     rerank_marks = {n: m for n, m in marks.items() if any(r[0]["config"].get("first_stage") == n for r in runs.values())}
-    atomic_write_text(written[4], f"{HEADER}# Reranking (the layout of the paper's Table 2)\n\nEach reranker rescored "
+    atomic_write_text(pages["rerank.md"], f"{HEADER}# Reranking (the layout of the paper's Table 2)\n\nEach reranker rescored "
                       "the first stage's saved top 100 per query. Success@100 is the first stage's by construction "
                       f"(the same 100 candidates, reordered); it is shown, not re-estimated. {notes}Mean ± sd over seeds, "
-                      f"in percent.\n\n{rerank_tables(runs, plugins[0], rerank_marks)}"
+                      f"in percent.\n\n{rerank_tables(runs, plugins.describe_run, rerank_marks)}"
                       f"{footnotes(f for m in rerank_marks.values() for f in m)}")
     if plots:
         from harness.reports.training import load_logs, plot_losses

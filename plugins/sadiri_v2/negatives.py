@@ -20,7 +20,7 @@ from plugins.sadiri_v2.config import parse_strategy
 def nearest_other_author(vecs: np.ndarray, authors: Sequence[str], k: int, block: int = 2048) -> np.ndarray:
     """For each row, the indices of its k most cosine-similar rows by other authors (best first)."""
     v = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-    codes = np.unique(np.asarray(authors), return_inverse=True)[1]
+    _, codes = np.unique(np.asarray(authors), return_inverse=True)
     k = min(k, len(v) - 1)
     out = np.empty((len(v), k), dtype=np.int64)
     for start in range(0, len(v), block):
