@@ -34,8 +34,9 @@ class LoRASpec(Section):
 @dataclass(frozen=True)
 class RetrieverRecipe(ContrastiveRecipe):
     """The SADIRI-v2 retriever recipe (Eq. 1): a decoder LLM (the paper's: Qwen3 0.6B/1.7B/4B/8B
-    and Mistral-Nemo-Base-2407) with LoRA, mean pooling over the final hidden states (the
-    tokenizer's EOS appended, and pooled with the rest), a learnable linear projection with bias to
+    and Mistral-Nemo-Base-2407) with LoRA, mean pooling over the final hidden states of the
+    document's tokens as the tokenizer gives them (its own special tokens, e.g. a Llama/Mistral
+    BOS; Qwen adds none; no EOS is appended), a learnable linear projection with bias to
     D = E / 2, dot-product score, SupCon tau = 0.01, lr 1e-5, 1 epoch; only LoRA and the
     projection train.
 
