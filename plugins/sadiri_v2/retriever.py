@@ -13,7 +13,7 @@ from harness.neural.encoder import TokenBiEncoder
 from harness.neural.hf import load_backbone
 from harness.neural.models import weights_fingerprint
 from harness.neural.system import EncoderSystem, train_system
-from plugins.sadiri_v2.config import RetrieverConfig
+from plugins.sadiri_v2.config import LoRASpec, RetrieverConfig
 
 MODEL_JSON = "aa_model.json"
 
@@ -46,7 +46,8 @@ def _dtype() -> torch.dtype:
     return torch.bfloat16 if torch.cuda.is_available() else torch.float32
 
 
-def lora_config(config: RetrieverConfig):
+def lora_config(config: LoRASpec):
+    """The PEFT LoRA config of the spec both SADIRI-v2 systems share."""
     from peft import LoraConfig, TaskType
 
     return LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
