@@ -178,12 +178,13 @@ def plot_curves(runs, collection: str, path: Path) -> None:
 
 
 def training_page(training_dir: Path, fixes=()) -> str:
-    from harness.reports.training import load_logs, log_marks, training_table
+    from harness.reports.training import card_lines, load_logs, log_marks, training_table
 
     logs = load_logs(training_dir)
     marks = log_marks(logs, list(fixes))
     notes = footnotes(f for m in marks.values() for f in m)
-    body = (training_table(logs, marks) + ("\n" + notes.rstrip("\n") if notes else "")) if logs else "(no training logs)"
+    body = (training_table(logs, marks) + ("\n" + notes.rstrip("\n") if notes else "") + card_lines(logs)
+            if logs else "(no training logs)")
     return (f"{HEADER}# Training runs\n\nFrom `leaderboards/training/<run>.train_log.json` (written by "
             "`aa-harness train`). Train seconds sum the epochs' wall time (the hard-negative clustering included); "
             f"docs/s counts both documents of every author pair.\n\n{body}\n\n![training loss](training-loss.png)\n")

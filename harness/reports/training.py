@@ -68,6 +68,22 @@ def training_table(logs: dict[str, dict], marks: dict[str, list] | None = None) 
                     tablefmt="github", disable_numparse=True)
 
 
+def card_lines(logs: dict[str, dict]) -> str:
+    """What produced each model, from the card `aa-harness train` keeps in the log ("" when no log has one)."""
+    lines = []
+    for name, log in logs.items():
+        card = log.get("card")
+        if not card:
+            continue
+        data, batch = card["training_data"], card["global_batch"]
+        lines.append(f"- {name}: {card['system']} at commit {str(card['commit'])[:12]}, training data sha256 "
+                     f"{data['sha256'][:16]}… ({data['documents']} documents, {data['authors']} authors; "
+                     f"{100 * card['author_fraction']:.0f}% used), seed {card['seed']}, global batch {batch['per_batch']} "
+                     f"{batch['unit']} × {batch['grad_accumulation']}, {card['steps']} steps, final loss "
+                     f"{card['final_loss']}, {card['device']} x{card['world_size']}")
+    return ("\n\nModel cards (`aa_model.json`):\n\n" + "\n".join(lines)) if lines else ""
+
+
 def plot_losses(logs: dict[str, dict], path: Path) -> None:
     import matplotlib
 
