@@ -26,7 +26,7 @@ elif system == "sadiri-v2":
     train(RetrieverConfig(backbone=backbone, lora_dropout=0.0, **common), _train_docs(), Path(out))
 else:
     from plugins.sadiri_v2.config import RerankerConfig
-    from plugins.sadiri_v2.reranker import train
+    from plugins.sadiri_v2.reranker_training import train
 
     train(RerankerConfig(backbone=backbone, lora_dropout=0.0, max_query_tokens=32, max_candidate_tokens=32, negatives=3,
                          strategy="r", author_fraction=1.0, lr=1e-3, queries_per_batch=4, grad_accumulation=2,

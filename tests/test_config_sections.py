@@ -4,7 +4,12 @@ import pytest
 
 from harness.config import build_config, config_dict, config_sections
 from harness.errors import UnknownNameError
-from plugins.sadiri_v2.config import LoRASpec, RerankerConfig, RetrieverConfig, describe_run
+from plugins.sadiri_v2.config import (
+    LoRASpec,
+    RerankerConfig,
+    RetrieverConfig,
+    describe_run,
+)
 
 
 def test_sections_split_the_flat_config_by_purpose():

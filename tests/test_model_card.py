@@ -3,7 +3,13 @@ import json
 
 from harness.data.documents import Document
 from harness.reports.training import card_lines
-from harness.runs.models import addressed_config, content_sha256, model_card, training_data_fingerprint, write_model_card
+from harness.runs.models import (
+    addressed_config,
+    content_sha256,
+    model_card,
+    training_data_fingerprint,
+    write_model_card,
+)
 
 
 def test_card_from_sections_data_and_log(tmp_path):

@@ -123,7 +123,8 @@ def test_pair_scores_ignore_batch_mates_and_padding_side(tiny_qwen3_dir):
 
 @pytest.mark.slow
 def test_reranker_training_lowers_loss_and_round_trips(tiny_qwen3_dir, tmp_path, isolated_cache):
-    from plugins.sadiri_v2.reranker import RerankerSystem, train
+    from plugins.sadiri_v2.reranker import RerankerSystem
+    from plugins.sadiri_v2.reranker_training import train
 
     docs = _docs()
     out = train(_config(tiny_qwen3_dir, epochs=5), docs, tmp_path / "rr", log=lambda *_: None)
@@ -163,7 +164,7 @@ def test_reranker_resume_equals_uninterrupted(tiny_qwen3_dir, tmp_path, isolated
     monkeypatch.setattr(plugins.sbert.embedder, "sbert_embedder", fake_embedder)
 
     from harness.neural.training import losses
-    from plugins.sadiri_v2.reranker import train
+    from plugins.sadiri_v2.reranker_training import train
 
     docs = _docs()
     kw = dict(epochs=2, queries_per_batch=2, grad_accumulation=1, checkpoint_every=1, strategy="q+r", negative_pool=6)

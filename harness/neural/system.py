@@ -7,14 +7,19 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from harness.config import config_sections
 from harness.data.documents import Document
 from harness.neural.device import device_label, pick_device
 from harness.neural.distributed import is_main
 from harness.neural.embed_cache import EmbeddingCache, default_cache_root, model_key
 from harness.neural.encoder import BiEncoder, encode_texts
-from harness.config import config_sections
 from harness.neural.recipe import ContrastiveTraining, EncodeSettings
-from harness.neural.training import ContrastivePairs, EmbedBatch, authors_from_documents, train_loop
+from harness.neural.training import (
+    ContrastivePairs,
+    EmbedBatch,
+    authors_from_documents,
+    train_loop,
+)
 
 
 class EncoderSystem:

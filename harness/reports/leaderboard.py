@@ -178,7 +178,12 @@ def plot_curves(runs, collection: str, path: Path) -> None:
 
 
 def training_page(training_dir: Path, fixes=()) -> str:
-    from harness.reports.training import card_lines, load_logs, log_marks, training_table
+    from harness.reports.training import (
+        card_lines,
+        load_logs,
+        log_marks,
+        training_table,
+    )
 
     logs = load_logs(training_dir)
     marks = log_marks(logs, list(fixes))
