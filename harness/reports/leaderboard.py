@@ -128,8 +128,8 @@ def rerank_tables(runs, describe_run=None, marks: dict | None = None) -> str:
     for (c, first), names in sorted(groups.items()):
         rows = []
         if (c, first) in runs:
-            rows.append([f"{label(first, (marks or {}).get(first, []))} (first stage)", ""] + [_cell([r["metrics"][m] for r in runs[(c, first)]], n_seeds[c])
-                                                          for m in HEADLINE])
+            head = f"{label(first, (marks or {}).get(first, []))} (first stage)"
+            rows.append([head, ""] + [_cell([r["metrics"][m] for r in runs[(c, first)]], n_seeds[c]) for m in HEADLINE])
         for name in sorted(names):
             res = runs[(c, name)]
             cfg = res[0]["config"]
