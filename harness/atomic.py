@@ -107,8 +107,3 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", *, gz: bool = False) -
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     with atomic_open(path, "w") as f:
         f.write(text)
-
-
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    with atomic_open(path, "wb") as f:
-        f.write(data)

@@ -150,9 +150,7 @@ def cmd_curate(args) -> int:
 
 
 def cmd_leaderboard(args) -> int:
-    from harness.reports.leaderboard import write_leaderboards
-
-    from harness.reports.leaderboard import summary
+    from harness.reports.leaderboard import summary, write_leaderboards
 
     written = write_leaderboards(args.runs_dir, args.out, plots=not args.no_plots, splits_dir=args.splits_dir,
                                  allow_empty=args.allow_empty)

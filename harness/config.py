@@ -95,6 +95,28 @@ def config_dict(config: Any) -> dict[str, Any]:
     return json.loads(json.dumps(dataclasses.asdict(config)))
 
 
+def field_purposes(cls: type) -> dict[str, str]:
+    """key -> purpose ("recipe", "training run", "inference", "runtime", "model", "settings"): the `purpose`
+    (its own or inherited) of the first class, base first, that declares the key
+    (harness.neural.recipe's sections); "settings" for a key no section declares (every key of
+    a config without sections, e.g. BM25's)."""
+    owner: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        for name in klass.__dict__.get("__annotations__", {}):
+            if name != "purpose" and name not in owner:
+                owner[name] = getattr(klass, "purpose", "") or "settings"
+    return {f.name: owner.get(f.name, "settings") for f in dataclasses.fields(cls)}
+
+
+def config_sections(config: Any) -> dict[str, dict[str, Any]]:
+    """{purpose: {key: value}} of a config instance, JSON-ready; the flat `config_dict` is their union."""
+    flat = config_dict(config)
+    out: dict[str, dict[str, Any]] = {}
+    for name, purpose in field_purposes(type(config)).items():
+        out.setdefault(purpose, {})[name] = flat[name]
+    return out
+
+
 def parse_set_args(items: list[str] | None) -> dict[str, str]:
     out = {}
     for item in items or []:

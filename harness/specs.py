@@ -27,6 +27,9 @@ class SystemSpec:
     capabilities: what the system can do -- "rank", "encode", "rerank", "train".
     trainer: "module:function" called as trainer(config, train_documents, out_dir) -> model folder,
              for systems that can be trained (`aa-harness train`).
+    describe_run: "module:function" called as describe_run(config dict of a recorded run) -> a short
+             label for report pages (e.g. a reranker's negatives); "" for none. Imported lazily, torch-free.
+    report_note: a sentence the report pages print where this system's runs are shown.
     """
 
     name: str
@@ -35,6 +38,8 @@ class SystemSpec:
     description: str = ""
     capabilities: tuple[str, ...] = ("rank",)
     trainer: str = ""
+    describe_run: str = ""
+    report_note: str = ""
     plugin: str = field(default="", compare=False)  # filled in by the registry:
     distribution: str = field(default="", compare=False)  # the installed package that provides it
     version: str = field(default="", compare=False)  # ... and its version (recorded in provenance)

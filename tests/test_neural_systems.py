@@ -191,11 +191,13 @@ def test_luar_training_lowers_loss(tiny_bert_dir, tmp_path, isolated_cache):
 
 
 @pytest.mark.parametrize("system,weights", [("sadiri", ["model.safetensors"]),
-                                            ("sadiri-v2", ["adapter/adapter_model.safetensors", "projection.safetensors"])])
+                                            ("sadiri-v2", ["adapter/adapter_model.safetensors", "projection.safetensors"]),
+                                            ("sadiri-v2-reranker", ["adapter/adapter_model.safetensors", "head.safetensors"])])
 def test_ddp_step_equals_single_process_step(system, weights, tiny_bert_dir, tiny_qwen3_dir, tmp_path):
     """Two processes (gloo, CPU) with the global batch split between them give the same loss
     and the same updated weights as one process with the whole batch (SADIRI-v2: fresh LoRA
-    and projection too, which every process must draw alike)."""
+    and projection too, which every process must draw alike; the reranker: its queries split
+    between the processes, with gradient accumulation over two global batches)."""
     import socket
     import subprocess
     import sys
@@ -222,3 +224,56 @@ def test_ddp_step_equals_single_process_step(system, weights, tiny_bert_dir, tin
     assert json.loads((tmp_path / "two" / "train_log.json").read_text())["world_size"] == 2
     assert np.allclose(one_loss, two_loss, atol=1e-5), (one_loss, two_loss)
     assert one_w.keys() == two_w.keys() and all(torch.allclose(one_w[k], two_w[k], atol=1e-5) for k in one_w)
+
+
+def test_gradient_cache_micro_batches_equal_the_whole_batch(tiny_bert_dir, tmp_path, isolated_cache):
+    """One process, the global batch embedded in micro-batches of 5 authors through the gradient
+    cache, ends with the weights and losses of the whole batch at once (no dropout here)."""
+    from safetensors.torch import load_file
+
+    from plugins.sadiri.system import train
+
+    docs = _train_docs()
+    whole = train(_sadiri_config(tiny_bert_dir, max_steps=2, epochs=2), docs, tmp_path / "whole")
+    micro = train(_sadiri_config(tiny_bert_dir, max_steps=2, epochs=2, micro_batch=5), docs, tmp_path / "micro")
+    wa, wb = load_file(whole / "model.safetensors"), load_file(micro / "model.safetensors")
+    assert all(torch.allclose(wa[k], wb[k], atol=1e-5) for k in wa)
+    la = losses(json.loads((tmp_path / "whole" / "train_log.json").read_text()))
+    lb = losses(json.loads((tmp_path / "micro" / "train_log.json").read_text()))
+    assert len(la) == 2 and np.allclose(la, lb, atol=1e-5)
+    assert not torch.allclose(wa[next(iter(wa))], load_file(tiny_bert_dir / "model.safetensors")[next(iter(wa))])
+
+
+def test_train_writes_a_model_card_and_runs_record_the_model_by_content(tiny_bert_dir, tmp_path, isolated_cache):
+    """`aa-harness train` leaves aa_model.json (system, recipe, data hash, steps, final loss, ...);
+    a run with that model records its content hash and card, not its path."""
+    from harness.data.documents import Document
+    from harness.plugins import load_registry
+    from harness.runs.models import content_sha256, training_data_fingerprint
+    from harness.runs.results import read_result
+    from harness.runs.run_job import RunJob, run_job
+    from harness.runs.train_job import train_job
+    from tests.conftest import ROOT, write_jsonl
+
+    docs = _train_docs()
+    data = write_jsonl(tmp_path / "train.jsonl", [{"documentID": d.documentID, "authorIDs": list(d.authorIDs),
+                                                   "fullText": d.fullText, "genre": d.genre} for d in docs])
+    reg = load_registry()
+    sets = {"backbone": str(tiny_bert_dir), "max_length": "32", "authors_per_batch": "6", "epochs": "1", "lr": "1e-3",
+            "tau": "0.1", "hard_negatives": "false", "grad_checkpointing": "false", "device": "cpu", "cache": "false"}
+    model = train_job(reg, "sadiri", [data], tmp_path / "out", sets)
+    card = json.loads((model / "aa_model.json").read_text())
+    assert card["system"] == "sadiri" and card["pooling"] == "mean"  # the plugin's own fields stay
+    assert card["recipe"]["authors_per_batch"] == 6 and "encode_max_tokens" not in card["recipe"]
+    assert card["training_data"]["sha256"] == training_data_fingerprint(
+        [Document(d.documentID, d.authorIDs, d.fullText, d.genre) for d in docs])["sha256"]
+    assert card["training_data"]["authors"] == 12 and card["author_fraction"] == 1.0 and card["seed"] == 0
+    assert card["steps"] == 2 and isinstance(card["final_loss"], float) and card["device"].startswith("cpu")
+    assert card["global_batch"] == {"unit": "authors", "per_batch": 6, "grad_accumulation": 1, "per_optimizer_step": 6}
+    assert card["commit"]
+    out = run_job(reg, RunJob(systems=["sadiri"], collection="demo", seeds=[0], runs_dir=tmp_path / "runs",
+                              splits_dir=ROOT / "splits", overrides={**sets, "model": str(model)}, progress=False),
+                  log=lambda *_: None)
+    res = read_result(out[0].path)
+    assert res["config"]["model"] == f"sha256:{content_sha256(model)}"
+    assert res["extra"]["model_card"]["training_data"] == card["training_data"] and str(tmp_path) not in json.dumps(res)

@@ -88,7 +88,8 @@ pytest.importorskip("peft")
 
 def _config(backbone, **kw):
     base = dict(backbone=str(backbone), max_query_tokens=48, max_candidate_tokens=48, negatives=4, strategy="r",
-                author_fraction=1.0, lr=1e-3, grad_accumulation=2, epochs=1, grad_checkpointing=False, device="cpu")
+                author_fraction=1.0, lr=1e-3, queries_per_batch=1, grad_accumulation=2, epochs=1,
+                grad_checkpointing=False, device="cpu")
     return RerankerConfig(**{**base, **kw})
 
 
@@ -122,7 +123,8 @@ def test_pair_scores_ignore_batch_mates_and_padding_side(tiny_qwen3_dir):
 
 @pytest.mark.slow
 def test_reranker_training_lowers_loss_and_round_trips(tiny_qwen3_dir, tmp_path, isolated_cache):
-    from plugins.sadiri_v2.reranker import RerankerSystem, train
+    from plugins.sadiri_v2.reranker import RerankerSystem
+    from plugins.sadiri_v2.reranker_training import train
 
     docs = _docs()
     out = train(_config(tiny_qwen3_dir, epochs=5), docs, tmp_path / "rr", log=lambda *_: None)
@@ -145,6 +147,39 @@ def test_reranker_training_lowers_loss_and_round_trips(tiny_qwen3_dir, tmp_path,
     assert all(np.allclose(x, y, atol=1e-4) for x, y in zip(sa, sc)), (sa, sc)
     with pytest.raises(Exception, match="trained with strategy 'r'"):
         RerankerSystem(_config(tiny_qwen3_dir, model=str(out), strategy="q"))
+
+
+@pytest.mark.slow
+def test_reranker_resume_equals_uninterrupted(tiny_qwen3_dir, tmp_path, isolated_cache, monkeypatch):
+    """Stopped after 5 optimizer steps (inside the second epoch) and resumed from its N-step
+    checkpoint, a run ends with the uninterrupted run's weights and losses (LoRA dropout on;
+    negatives sampled from neighbourhoods, here of a stand-in embedder)."""
+    from safetensors.torch import load_file
+
+    import plugins.sbert.embedder
+
+    def fake_embedder(model, device, batch_size):
+        return lambda texts: np.array([[len(t) % 7, len(t) % 11, t.count("e") % 5 + 1.0] for t in texts], dtype=np.float32)
+
+    monkeypatch.setattr(plugins.sbert.embedder, "sbert_embedder", fake_embedder)
+
+    from harness.neural.training import losses
+    from plugins.sadiri_v2.reranker_training import train
+
+    docs = _docs()
+    kw = dict(epochs=2, queries_per_batch=2, grad_accumulation=1, checkpoint_every=1, strategy="q+r", negative_pool=6)
+    quiet = dict(log=lambda *_: None)
+    straight = train(_config(tiny_qwen3_dir, **kw), docs, tmp_path / "a", **quiet)
+    train(_config(tiny_qwen3_dir, max_steps=5, **kw), docs, tmp_path / "b", **quiet)
+    progress = json.loads((tmp_path / "b" / "checkpoint" / "progress.json").read_text())
+    assert progress["steps_done"] == 5 and progress["epoch"] == 1
+    resumed = train(_config(tiny_qwen3_dir, **kw), docs, tmp_path / "b", **quiet)
+    for name in ("adapter/adapter_model.safetensors", "head.safetensors"):
+        wa, wb = load_file(straight / name), load_file(resumed / name)
+        assert wa.keys() == wb.keys() and all(torch.allclose(wa[k], wb[k], atol=1e-6) for k in wa), name
+    la = losses(json.loads((tmp_path / "a" / "train_log.json").read_text()))
+    lb = losses(json.loads((tmp_path / "b" / "train_log.json").read_text()))
+    assert len(la) == 8 and np.allclose(la, lb, atol=1e-5)
 
 
 class LengthReranker:

@@ -89,7 +89,8 @@ def _habit(rng: random.Random, words: list[str]) -> tuple[list[str], list[float]
 
 
 def _pick(rng: random.Random, habit: tuple[list[str], list[float]]) -> str:
-    return rng.choices(habit[0], habit[1])[0]
+    words, weights = habit
+    return rng.choices(words, weights)[0]
 
 
 def _style(rng: random.Random) -> dict:

@@ -1,4 +1,5 @@
-"""Training checkpoints: the trainable weights, the optimizer and a JSON progress record.
+"""Training checkpoints: the trainable weights, the optimizer, the random state (dropout) and a
+JSON progress record, so a resumed run ends with the uninterrupted run's weights.
 
 progress.json is written last, so its presence marks a complete checkpoint; both files are
 replaced atomically, so a crash leaves the previous checkpoint intact.
@@ -15,7 +16,9 @@ from harness.atomic import atomic_open, atomic_write_text
 
 def save_checkpoint(folder: Path, model: torch.nn.Module, optimizer, progress: dict) -> None:
     state = {"trainable": {n: p.detach().cpu() for n, p in model.named_parameters() if p.requires_grad},
-             "optimizer": optimizer.state_dict()}
+             "optimizer": optimizer.state_dict(), "rng_cpu": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["rng_cuda"] = torch.cuda.get_rng_state()
     with atomic_open(Path(folder) / "state.pt", "wb") as f:
         torch.save(state, f)
     atomic_write_text(Path(folder) / "progress.json", json.dumps(progress))
@@ -33,4 +36,8 @@ def load_checkpoint(folder: Path, model: torch.nn.Module, optimizer) -> dict | N
         for n, t in state["trainable"].items():
             params[n].copy_(t)
     optimizer.load_state_dict(state["optimizer"])
+    if "rng_cpu" in state:
+        torch.set_rng_state(state["rng_cpu"])
+    if "rng_cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state(state["rng_cuda"])
     return progress

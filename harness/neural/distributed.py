@@ -58,3 +58,13 @@ def broadcast(obj, src: int = 0):
 
 def is_main() -> bool:
     return not dist.is_initialized() or dist.get_rank() == 0
+
+
+def sync_grads(wrapped, sync: bool):
+    """A context for one backward: DDP reduces gradients only when `sync` (the last backward
+    before an optimizer step); otherwise they accumulate locally. A no-op outside DDP."""
+    import contextlib
+
+    if sync or not hasattr(wrapped, "no_sync"):
+        return contextlib.nullcontext()
+    return wrapped.no_sync()

@@ -7,36 +7,43 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from harness.config import config_sections
 from harness.data.documents import Document
 from harness.evaluation.ranking import check_vectors
 from harness.neural.device import device_label, pick_device
 from harness.neural.distributed import is_main
 from harness.neural.embed_cache import EmbeddingCache, default_cache_root, model_key
 from harness.neural.encoder import BiEncoder, encode_texts
-from harness.neural.recipe import ContrastiveTraining
-from harness.neural.training import authors_from_documents, train_contrastive
+from harness.neural.recipe import ContrastiveTraining, EncodeSettings
+from harness.neural.training import (
+    ContrastivePairs,
+    EmbedBatch,
+    authors_from_documents,
+    train_loop,
+)
 
 
 class EncoderSystem:
     """A harness Encoder over any BiEncoder: cached, batched, normalised when cosine."""
 
-    def __init__(self, model: BiEncoder, recipe: ContrastiveTraining, describe: dict | None = None):
-        """recipe: the plugin's config (device, cache, encode_max_tokens, fast_path, search_*)."""
-        self.device = pick_device(recipe.device)
+    def __init__(self, model: BiEncoder, settings: EncodeSettings, describe: dict | None = None):
+        """settings: the plugin's config, read for its inference section (cache, encode_max_tokens,
+        fast_path, search_*) and device."""
+        self.device = pick_device(settings.device)
         self.model = model.to(self.device).eval()
         if self.device.type == "cuda":
             self.model.to(torch.bfloat16)
-        if recipe.fast_path:
+        if settings.fast_path:
             from harness.neural.fast.enable import enable_fast_path
 
             self.fast_path = enable_fast_path(self.model)
         else:
             self.fast_path = None
-        self.max_tokens = recipe.encode_max_tokens
-        self.search_index, self.search_nprobe = recipe.search_index, recipe.search_nprobe
+        self.max_tokens = settings.encode_max_tokens
+        self.search_index, self.search_nprobe = settings.search_index, settings.search_nprobe
         self.identity = model.identity()
         self.cache = (EmbeddingCache(default_cache_root(), model_key(self.identity), model.max_length,
-                                     writer=is_main()) if recipe.cache else None)
+                                     writer=is_main()) if settings.cache else None)
         self._describe = dict(describe or {})
 
     def encode(self, documents: Sequence[Document]) -> np.ndarray:
@@ -71,7 +78,10 @@ class EncoderSystem:
             if self.search_index == "exact":
                 ranked = top_k_by_backend(qv, cand, ids, k, device=self.device)
             else:
-                from harness.neural.fast.compressed_search import build_index, index_search
+                from harness.neural.fast.compressed_search import (
+                    build_index,
+                    index_search,
+                )
 
                 ranked = index_search(build_index(cand, self.search_index), qv, ids, k, nprobe=self.search_nprobe)
         return {q.documentID: r for q, r in zip(queries, ranked)}
@@ -85,12 +95,15 @@ class EncoderSystem:
                 "search": self.search_index}
 
 
-def train_system(build: Callable[[], BiEncoder], config, documents: Sequence[Document], out_dir: Path,
-                 save: Callable[[BiEncoder, Path], None], log=print) -> Path:
+def train_system(build: Callable[[], BiEncoder], config: ContrastiveTraining, documents: Sequence[Document],
+                 out_dir: Path, save: Callable[[BiEncoder, Path], None], log=print,
+                 embed_batch: EmbedBatch | None = None) -> Path:
     """Seed, then build the model (fresh heads and projections draw from the seeded generator, so
-    a rerun, or each process of a DDP run, starts from the same weights), then train it."""
+    a rerun, or each process of a DDP run, starts from the same weights), then train it on the
+    contrastive task. embed_batch: the forward hook (default: collate and call the model)."""
     torch.manual_seed(config.seed)
     model = build()
-    train_contrastive(model, authors_from_documents(documents), config, Path(out_dir), save=save, log=log,
-                      device_pref=config.device)
+    task = ContrastivePairs(authors_from_documents(documents), config, embed_batch)
+    train_loop(model, task, config, Path(out_dir), save=save, log=log,
+               record={"recipe": config_sections(config)["recipe"]})
     return Path(out_dir) / "model"

@@ -1,12 +1,22 @@
-"""The contrastive training loop every bi-encoder recipe uses.
+"""The one training loop: bi-encoders (SupCon over in-batch authors) and cross-encoders alike.
 
-Adam; bf16 autocast on CUDA (fp32 master weights); optional gradient checkpointing; the
-supervised contrastive loss (Eq. 2) over batches of N authors x 2 documents; batches from
-hard-negative clustering (Algorithm 1) re-done every epoch, or at random. Checkpoints at
-every epoch end (and every `checkpoint_every` steps) hold the trainable weights, optimizer,
-progress and the epoch's batch plan, so a resumed run continues with the same batches.
-Under torchrun the global batch is split across processes (DDP) and the embeddings are
-gathered before the loss, which therefore equals the one-process loss.
+The loop owns what every recipe shares: fp32 master weights under bf16 autocast (CUDA), Adam,
+gradient checkpointing, DDP under torchrun, gradient accumulation, checkpoints every N
+optimizer steps and at epoch ends (trainable weights, optimizer, progress and the epoch's
+batch plan, so a resumed run continues with the same batches and ends with the same weights),
+a step cap, and the JSON training log. A recipe plugs in a `TrainingTask`:
+
+  plan_epoch(model, epoch, device, log) -> the epoch's global batches (JSON-able lists),
+      made on the main process and broadcast to the others;
+  step(wrapped, model, shard, sizes, device, amp, scale, last) -> StepResult: forward and
+      backward of this process's shard of one global batch, gradients multiplied by `scale`;
+      the DDP gradient reduction may run only in the backward where `last` is true (use
+      `distributed.sync_grads(wrapped, last)`).
+
+A global batch is split over processes (`distributed.shard`); `grad_accumulation` global
+batches make an optimizer step. `ContrastivePairs` is the bi-encoders' task; the reranker's
+lives with its plugin. Both take the forward as a hook (`embed_batch`), so a faster training
+step can replace the plain one without touching the loop.
 """
 from __future__ import annotations
 
@@ -14,11 +24,10 @@ import json
 import random
 import sys
 import time
-from dataclasses import fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
-import numpy as np
 import torch
 from tqdm.auto import tqdm
 
@@ -30,7 +39,36 @@ from harness.neural.device import autocast, device_label, pick_device
 from harness.neural.encoder import BiEncoder, embed_features
 from harness.neural.hard_negatives import hard_negative_batches, random_batches
 from harness.neural.losses import supcon_loss
-from harness.neural.recipe import ContrastiveTraining
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One global batch: its loss (the same number on every process), documents and tokens read."""
+
+    loss: float
+    documents: int
+    tokens: int
+
+
+class TrainingTask(Protocol):
+    unit: str  # what a batch counts: "authors", "queries"
+
+    def plan_epoch(self, model, epoch: int, device: torch.device, log) -> list[list]: ...
+
+    def step(self, wrapped, model, shard: list, sizes: list[int], device: torch.device, amp: bool, scale: float,
+             last: bool) -> StepResult: ...
+
+    def size(self) -> int:
+        """Training examples (authors, queries) in all."""
+
+
+def default_embed_batch(wrapped, model: BiEncoder, features: Sequence[Any], device: torch.device) -> torch.Tensor:
+    """The plain forward: collate on the host, move, run the (DDP-wrapped) model."""
+    tensors = {k: v.to(device) for k, v in model.collate(features).items()}
+    return wrapped(**tensors)
+
+
+EmbedBatch = Callable[[Any, BiEncoder, Sequence[Any], torch.device], torch.Tensor]
 
 
 def authors_from_documents(documents) -> dict[str, list[str]]:
@@ -44,29 +82,117 @@ def authors_from_documents(documents) -> dict[str, list[str]]:
     return usable
 
 
-def _plan_epoch(model: BiEncoder, authors: Mapping[str, list[str]], recipe: ContrastiveTraining, epoch: int,
-                device: torch.device, log) -> list[list[tuple[str, int, int]]]:
-    seed = recipe.seed * 1000 + epoch
-    if recipe.hard_negatives:
-        names = [a for a in authors for _ in authors[a]]
-        texts = [t for a in authors for t in authors[a]]
-        t0 = time.perf_counter()
-        vecs = embed_features(model, model.featurize(texts), device, max_tokens=recipe.encode_max_tokens)
-        proj = vecs.shape[1] // 3 if recipe.project_for_clustering else None
-        batches = hard_negative_batches(vecs, names, recipe.authors_per_batch, cluster_factor=recipe.cluster_factor,
-                                        project_to=proj, seed=seed)
-        log(f"epoch {epoch}: hard-negative batches from {len(texts)} documents in {time.perf_counter() - t0:.1f}s")
-    else:
-        batches = random_batches(list(authors), recipe.authors_per_batch, seed)
-    rng = random.Random(seed)
-    return [[(a, *rng.sample(range(len(authors[a])), 2)) for a in batch] for batch in batches]
+class ContrastivePairs:
+    """The bi-encoders' task: batches of authors x 2 documents, the SupCon loss of Eq. 2.
+
+    Batches come from hard-negative clustering (Algorithm 1) re-done every epoch, or at random.
+    Under DDP the embeddings are gathered before the loss, which therefore equals the
+    one-process loss. With `micro_batch` < the shard, the shard is embedded in pieces without
+    gradients, the loss's gradient with respect to the embeddings is taken once, and each piece
+    is re-embedded with gradients and back-propagated (a gradient cache; each piece's random
+    state is replayed, so both passes draw the same dropout masks): without dropout the update
+    equals the whole-shard update (tested), in the memory of one piece.
+    """
+
+    unit = "authors"
+
+    def __init__(self, authors: Mapping[str, list[str]], recipe, embed_batch: EmbedBatch | None = None):
+        self.authors, self.recipe = authors, recipe
+        self.embed_batch = embed_batch or default_embed_batch
+
+    def size(self) -> int:
+        return len(self.authors)
+
+    def plan_epoch(self, model: BiEncoder, epoch: int, device: torch.device, log) -> list[list]:
+        recipe, authors = self.recipe, self.authors
+        seed = recipe.seed * 1000 + epoch
+        if recipe.hard_negatives:
+            names = [a for a in authors for _ in authors[a]]
+            texts = [t for a in authors for t in authors[a]]
+            t0 = time.perf_counter()
+            vecs = embed_features(model, model.featurize(texts), device, max_tokens=recipe.encode_max_tokens)
+            proj = vecs.shape[1] // 3 if recipe.project_for_clustering else None
+            batches = hard_negative_batches(vecs, names, recipe.authors_per_batch, cluster_factor=recipe.cluster_factor,
+                                            project_to=proj, seed=seed)
+            log(f"epoch {epoch}: hard-negative batches from {len(texts)} documents in {time.perf_counter() - t0:.1f}s")
+        else:
+            batches = random_batches(list(authors), recipe.authors_per_batch, seed)
+        rng = random.Random(seed)
+        return [[(a, *rng.sample(range(len(authors[a])), 2)) for a in batch] for batch in batches]
+
+    def _features(self, model, rows) -> list:
+        """Features of the rows' first documents, then of their second documents."""
+        return model.featurize([self.authors[a][i] for a, i, _ in rows] + [self.authors[a][j] for a, _, j in rows])
+
+    def _embed(self, wrapped, model, features, device, amp) -> torch.Tensor:
+        with autocast(device, amp):
+            return self.embed_batch(wrapped, model, features, device)
+
+    def _loss(self, a: torch.Tensor, b: torch.Tensor, sizes: list[int], model) -> torch.Tensor:
+        if len(sizes) > 1:
+            a, b = D.gather_rows(a, sizes), D.gather_rows(b, sizes)
+        return supcon_loss(a, b, self.recipe.tau, cosine=model.similarity == "cosine")
+
+    def step(self, wrapped, model, shard, sizes, device, amp, scale, last) -> StepResult:
+        micro = self.recipe.micro_batch or len(shard)
+        if micro >= len(shard):
+            features = self._features(model, shard)
+            tokens = sum(model.feature_length(f) for f in features) * len(sizes)
+            with D.sync_grads(wrapped, last):
+                emb = self._embed(wrapped, model, features, device, amp)
+                loss = self._loss(emb[: len(shard)], emb[len(shard):], sizes, model)
+                (loss * scale).backward()
+            return StepResult(float(loss.detach()), 2 * sum(sizes), tokens)
+        pieces = [shard[i:i + micro] for i in range(0, len(shard), micro)]
+        features = [self._features(model, piece) for piece in pieces]
+        tokens = sum(model.feature_length(f) for fs in features for f in fs) * len(sizes)
+        states, firsts, seconds = [], [], []
+        with torch.no_grad():
+            for piece, fs in zip(pieces, features):
+                states.append(RngState.capture(device))
+                emb = self._embed(wrapped, model, fs, device, amp).float()
+                firsts.append(emb[: len(piece)])
+                seconds.append(emb[len(piece):])
+        a = torch.cat(firsts).requires_grad_()
+        b = torch.cat(seconds).requires_grad_()
+        loss = self._loss(a, b, sizes, model)
+        (loss * scale).backward()
+        start = 0
+        for k, (piece, fs, state) in enumerate(zip(pieces, features, states)):
+            state.restore(device)
+            with D.sync_grads(wrapped, last and k == len(pieces) - 1):
+                emb = self._embed(wrapped, model, fs, device, amp).float()
+                n = len(piece)
+                grads = torch.cat([a.grad[start:start + n], b.grad[start:start + n]])
+                emb.backward(grads)
+            start += n
+        return StepResult(float(loss.detach()), 2 * sum(sizes), tokens)
 
 
-def train_contrastive(model: BiEncoder, authors: Mapping[str, list[str]], recipe: ContrastiveTraining, out_dir: Path, *,
-                      save: Callable[[BiEncoder, Path], None], log=print, device_pref: str = "auto") -> dict:
-    """Train `model` in place; the main process calls save(model, out_dir / "model") at the end."""
+@dataclass(frozen=True)
+class RngState:
+    """The random state a forward draws dropout from, to replay it."""
+
+    cpu: torch.Tensor
+    cuda: torch.Tensor | None
+
+    @classmethod
+    def capture(cls, device: torch.device) -> RngState:
+        return cls(torch.get_rng_state(), torch.cuda.get_rng_state(device) if device.type == "cuda" else None)
+
+    def restore(self, device: torch.device) -> None:
+        torch.set_rng_state(self.cpu)
+        if self.cuda is not None:
+            torch.cuda.set_rng_state(self.cuda, device)
+
+
+def train_loop(model: BiEncoder, task: TrainingTask, recipe, out_dir: Path, *, save: Callable[[BiEncoder, Path], None],
+               log=print, record: Mapping[str, Any] | None = None) -> dict:
+    """Train `model` in place on `task`; the main process calls save(model, out_dir / "model") at the
+    end and writes out_dir / "train_log.json". `recipe` gives lr, epochs, grad_accumulation, bf16,
+    grad_checkpointing, checkpoint_every, max_steps and device; `record` is merged into the log."""
     rank, size, _ = D.world()
-    device = pick_device(device_pref)
+    device = pick_device(recipe.device)
     out_dir = Path(out_dir)
     ckpt = out_dir / "checkpoint"
     model.to(device)
@@ -83,54 +209,52 @@ def train_contrastive(model: BiEncoder, authors: Mapping[str, list[str]], recipe
     optimizer = torch.optim.Adam(model.trainable_parameters(), lr=recipe.lr)
     progress = load_checkpoint(ckpt, model, optimizer) or {"epoch": 0, "step": 0, "plan": None, "log": [], "steps_done": 0}
     if progress["steps_done"]:
-        log(f"resuming from {ckpt}: epoch {progress['epoch']}, step {progress['step']}")
+        log(f"resuming from {ckpt}: epoch {progress['epoch']}, batch {progress['step']}")
     amp = recipe.bf16 and device.type == "cuda"
+    accum = recipe.grad_accumulation
     n_trainable = sum(p.numel() for p in model.trainable_parameters())
-    log(f"training {type(model).__name__} on {device_label(device)} x{size}: {len(authors)} authors, "
-        f"{n_trainable:,} trainable parameters")
-    stop = False
+    log(f"training {type(model).__name__} on {device_label(device)} x{size}: {task.size()} {task.unit}, "
+        f"{n_trainable:,} trainable parameters, {accum} global batch(es) per optimizer step")
+    checked, stop = False, False
     for epoch in range(progress["epoch"], recipe.epochs):
         if progress["plan"] is None:
-            plan = _plan_epoch(model, authors, recipe, epoch, device, log) if D.is_main() else None
+            plan = task.plan_epoch(model, epoch, device, log) if D.is_main() else None
             progress.update(plan=D.broadcast(plan), step=0)
         plan = progress["plan"]
-        t_epoch, docs, tokens = time.perf_counter(), 0, 0
-        bar = tqdm(total=len(plan), initial=progress["step"], desc=f"epoch {epoch}", unit="step", file=sys.stderr,
+        t_epoch, docs, tokens, pending, t0 = time.perf_counter(), 0, 0, [], time.perf_counter()
+        bar = tqdm(total=len(plan), initial=progress["step"], desc=f"epoch {epoch}", unit="batch", file=sys.stderr,
                    disable=not (D.is_main() and sys.stderr.isatty()))
-        for step in range(progress["step"], len(plan)):
-            batch = plan[step]
-            mine = D.shard(batch, rank, size)
-            texts = [authors[a][i] for a, i, _ in mine] + [authors[a][j] for a, _, j in mine]
-            feats = model.featurize(texts)
-            tensors = {k: v.to(device) for k, v in model.collate(feats).items()}
-            t0 = time.perf_counter()
-            with autocast(device, amp):
-                emb = wrapped(**tensors)
-            a, b = emb[: len(mine)], emb[len(mine):]
-            if size > 1:
-                sizes = [len(D.shard(batch, r, size)) for r in range(size)]
-                a, b = D.gather_rows(a, sizes), D.gather_rows(b, sizes)
-            loss = supcon_loss(a, b, recipe.tau, cosine=model.similarity == "cosine")
-            loss.backward()
-            if progress["steps_done"] == 0 or step == progress["step"]:
+        for i in range(progress["step"], len(plan)):
+            group = (i // accum) * accum
+            group_len = min(accum, len(plan) - group)
+            boundary = i == group + group_len - 1
+            batch = plan[i]
+            sizes = [len(D.shard(batch, r, size)) for r in range(size)]
+            out = task.step(wrapped, model, D.shard(batch, rank, size), sizes, device, amp, 1.0 / group_len, boundary)
+            pending.append((out.loss, len(batch)))
+            docs += out.documents
+            tokens += out.tokens
+            bar.update(1)
+            if not boundary:
+                continue
+            if not checked:
                 idle = [n for n, p in model.named_parameters() if p.requires_grad and p.grad is None]
                 if idle:  # would also leave DDP's gradient reduction unfinished
                     raise HarnessError(f"trainable parameters got no gradient (freeze them): {idle[:5]}")
+                checked = True
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
-            docs += 2 * len(batch)
-            tokens += sum(model.feature_length(f) for f in feats) * size
-            entry = {"epoch": epoch, "step": step, "loss": round(float(loss.detach()), 6), "authors": len(batch),
-                     "seconds": round(time.perf_counter() - t0, 4)}
+            entry = {"epoch": epoch, "step": i, "loss": round(sum(v for v, _ in pending) / len(pending), 6),
+                     task.unit: sum(n for _, n in pending), "seconds": round(time.perf_counter() - t0, 4)}
             progress["log"].append(entry)
-            progress["step"] = step + 1
+            progress["step"] = i + 1
             progress["steps_done"] += 1
-            bar.update(1)
+            pending, t0 = [], time.perf_counter()
             bar.set_postfix(loss=f"{entry['loss']:.4f}")
-            if bar.disable and (step % 10 == 0 or step == len(plan) - 1):
-                log(f"epoch {epoch} step {step + 1}/{len(plan)} loss {entry['loss']:.4f}")
+            if bar.disable and (progress["steps_done"] % 10 == 1 or i == len(plan) - 1):
+                log(f"epoch {epoch} batch {i + 1}/{len(plan)} step {progress['steps_done']} loss {entry['loss']:.4f}")
             if recipe.checkpoint_every and progress["steps_done"] % recipe.checkpoint_every == 0 and D.is_main():
                 save_checkpoint(ckpt, model, optimizer, progress)
             if recipe.max_steps and progress["steps_done"] >= recipe.max_steps:
@@ -146,7 +270,7 @@ def train_contrastive(model: BiEncoder, authors: Mapping[str, list[str]], recipe
             save_checkpoint(ckpt, model, optimizer, progress)
         if stop:
             break
-    summary = {"recipe": {f.name: getattr(recipe, f.name) for f in fields(ContrastiveTraining)}, "device": device_label(device), "world_size": size, "authors": len(authors),
+    summary = {**dict(record or {}), "device": device_label(device), "world_size": size, "authors": task.size(),
                "trainable_parameters": n_trainable, "steps": progress["steps_done"], "log": progress["log"]}
     if D.is_main():
         save(model, out_dir / "model")
@@ -156,9 +280,3 @@ def train_contrastive(model: BiEncoder, authors: Mapping[str, list[str]], recipe
 
 def losses(summary: dict) -> list[float]:
     return [e["loss"] for e in summary["log"] if "loss" in e]
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)

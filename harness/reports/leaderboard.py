@@ -9,13 +9,15 @@ import math
 import tempfile
 from collections import defaultdict
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 import numpy as np
 
-from harness.atomic import atomic_open, atomic_write_bytes, atomic_write_text
+from harness.atomic import atomic_open, atomic_write_text
 from harness.errors import DataError
 from harness.evaluation.metrics import HEADLINE, mean_sd
 from harness.provenance import PROJECT_ROOT
+from harness.reports.fixes import footnotes, label, load_fixes, run_marks
 from harness.reports.reported import render_reported
 from harness.runs.results import iter_results
 
@@ -104,7 +106,8 @@ def run_order(runs) -> list[str]:
     return sorted(system, key=lambda n: (system[n], n))
 
 
-def main_table(runs) -> str:
+def main_table(runs, marks: dict | None = None) -> str:
+    """marks: run name -> the fixes (harness.reports.fixes) its code predates, shown after the name."""
     from tabulate import tabulate
 
     collections = sorted({c for c, _ in runs})
@@ -113,7 +116,7 @@ def main_table(runs) -> str:
     headers = ["system"] + [f"{c} {SHORT[m]}" for c in collections for m in HEADLINE]
     rows = []
     for name in names:
-        row = [name]
+        row = [label(name, (marks or {}).get(name, []))]
         for c in collections:
             res = runs.get((c, name))
             row += [_cell([r["metrics"][m] for r in res], n_seeds[c]) if res else "" for m in HEADLINE]
@@ -160,11 +163,11 @@ def genre_tables(runs) -> str:
     return "\n".join(parts)
 
 
-STRATEGY_LABELS = {"q": "n(d_q)", "p": "n(d_q+)", "r": "n(r)"}
+def rerank_tables(runs, describe_run=None, marks: dict | None = None) -> str:
+    """The paper's Table 2 layout: per collection and first stage, its row, then one per reranker run.
 
-
-def rerank_tables(runs) -> str:
-    """The paper's Table 2 layout: per collection and first stage, its row, then one per reranker run."""
+    describe_run(system, config) -> the row's label (the system's plugin describes it; "" or
+    None: the run name alone). marks: run name -> fixes its code predates."""
     from tabulate import tabulate
 
     parts = []
@@ -179,15 +182,14 @@ def rerank_tables(runs) -> str:
     for (c, first), names in sorted(groups.items()):
         rows = []
         if (c, first) in runs:
-            rows.append([f"{first} (first stage)", ""] + [_cell([r["metrics"][m] for r in runs[(c, first)]], n_seeds[c])
-                                                          for m in HEADLINE])
+            head = f"{label(first, (marks or {}).get(first, []))} (first stage)"
+            rows.append([head, ""] + [_cell([r["metrics"][m] for r in runs[(c, first)]], n_seeds[c]) for m in HEADLINE])
         for name in sorted(names):
             res = runs[(c, name)]
             cfg = res[0]["config"]
-            strategy = cfg.get("strategy")
-            label = " + ".join(STRATEGY_LABELS.get(x, x) for x in strategy.split("+")) if strategy else name
+            text = (describe_run(res[0]["system"], cfg) if describe_run else "") or name
             share = f"{100 * cfg['author_fraction']:.0f}%" if "author_fraction" in cfg else ""
-            rows.append([f"{label}  ({name})", share] + [_cell([r["metrics"][m] for r in res], n_seeds[c]) for m in HEADLINE])
+            rows.append([f"{text}  ({name})", share] + [_cell([r["metrics"][m] for r in res], n_seeds[c]) for m in HEADLINE])
         parts.append(f"## {c}: reranking the top 100 of {first}\n\n" + tabulate(
             rows, headers=["negatives (run)", "training authors used", "S@8", "S@100", "MRR@20"], tablefmt="github",
             disable_numparse=True) + "\n")
@@ -205,14 +207,43 @@ def plot_curves(runs, collection: str, path: Path) -> list[Path]:
     return plot_collection(runs, collection, Path(path).parent)
 
 
-def training_page(training_dir: Path, head: str = HEADER) -> str:
-    from harness.reports.training import load_logs, training_table
+def training_page(training_dir: Path, fixes=(), head: str = HEADER) -> str:
+    from harness.reports.training import (
+        card_lines,
+        load_logs,
+        log_marks,
+        training_table,
+    )
 
     logs = load_logs(training_dir)
-    body = training_table(logs) if logs else "(no training logs)"
+    marks = log_marks(logs, list(fixes))
+    notes = footnotes(f for m in marks.values() for f in m)
+    body = (training_table(logs, marks) + ("\n" + notes.rstrip("\n") if notes else "") + card_lines(logs)
+            if logs else "(no training logs)")
     return (f"{head}# Training runs\n\nFrom `leaderboards/training/<run>.train_log.json` (written by "
             "`aa-harness train`). Train seconds sum the epochs' wall time (the hard-negative clustering included); "
             f"docs/s counts both documents of every author pair.\n\n{body}\n\n![training loss](training-loss.png)\n")
+
+
+class PluginReports(NamedTuple):
+    describe_run: Callable[[str, dict], str]  # (system, a run's config) -> label ("" for none)
+    notes: dict[str, str]  # system -> the sentence its plugin wants beside its runs
+
+
+def plugin_reports() -> PluginReports:
+    """What the registered systems' specs say about their runs: each plugin describes its own
+    runs (SystemSpec.describe_run, report_note); the core knows none of them."""
+    from harness.plugins import load_registry
+    from harness.specs import load_object
+
+    specs = load_registry().systems
+    describers = {name: load_object(s.describe_run) for name, s in specs.items() if s.describe_run}
+
+    def describe_run(system: str, config: dict) -> str:
+        fn = describers.get(system)
+        return fn(config) if fn else ""
+
+    return PluginReports(describe_run, {name: s.report_note for name, s in specs.items() if s.report_note})
 
 
 def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True, bench_dir: Path | None = None,
@@ -246,6 +277,9 @@ def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True, ben
     logs = load_logs(training_dir) if training_dir.is_dir() else []
     if bench_dir is None and project:
         bench_dir = PROJECT_ROOT / "benchmarks" / "results"
+    fixes = load_fixes(Path(runs_dir).parent / "fixes.json")
+    marks = {name: m for (_, name), res in runs.items() if (m := run_marks(fixes, res))}
+    plugins = plugin_reports()
     has_rerank = any(res[0]["config"].get("first_stage") for res in runs.values())
     pages = {"main.md", "per-genre.md"}
     if project:
@@ -266,27 +300,30 @@ def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True, ben
     links = [("Per-genre tables", "per-genre.md"), ("Training runs", "training.md"),
              ("Reranking (Table 2 layout)", "rerank.md"), ("Figures the paper reports", "reported.md"),
              ("Throughput", "performance.md")]
-    link_text = " ".join(f"{label}: [{page}]({page})." for label, page in links if page in pages)
+    link_text = " ".join(f"{title}: [{page}]({page})." for title, page in links if page in pages)
     splits_note = "Splits: `splits/`. " if project else ""
     main = (f"{head}# Leaderboard\n\nSuccess@8, Success@100 and MRR@20 in percent, mean ± sample sd over the "
             f"split seeds (0, 1001, 2001, 3001); `(n=…)` marks a run with fewer seeds. {splits_note}"
             f"{link_text}\n\n"
-            f"{main_table(runs) if runs else '(no runs yet)'}\n\n## Runs\n\n{provenance_table(runs) if runs else ''}\n\n"
+            f"{main_table(runs, marks) if runs else '(no runs yet)'}\n"
+            f"{footnotes(f for m in marks.values() for f in m)}\n## Runs\n\n{provenance_table(runs) if runs else ''}\n\n"
             f"## Success@k, k = 1…100\n\n{plot_lines}\n")
     contents: dict[str, str | bytes] = {"main.md": main, "per-genre.md": f"{head}# Per-genre results\n\n{genre_tables(runs)}"}
     if "reported.md" in pages:
         contents["reported.md"] = reported_table()
     if "training.md" in pages:
-        contents["training.md"] = training_page(training_dir, head)
+        contents["training.md"] = training_page(training_dir, fixes, head)
         if not logs:
             contents["training.md"] = contents["training.md"].replace("\n\n![training loss](training-loss.png)\n", "\n")
     if "rerank.md" in pages:
+        rerankers = sorted({res[0]["system"] for res in runs.values() if res[0]["config"].get("first_stage")})
+        notes = "".join(plugins.notes[s] + " " for s in rerankers if s in plugins.notes)
+        rerank_marks = {n: m for n, m in marks.items() if any(r[0]["config"].get("first_stage") == n for r in runs.values())}
         contents["rerank.md"] = (f"{head}# Reranking (the layout of the paper's Table 2)\n\nEach reranker rescored "
                                  "the first stage's saved top 100 per query. Success@100 is the first stage's by construction "
-                                 "(the same 100 candidates, reordered); it is shown, not re-estimated. Negatives the reranker "
-                                 "was trained on: n(d_q) nearest the query, n(d_q+) nearest the positive, n(r) random "
-                                 "(all-mpnet-base-v2 cosine); m = 12 split evenly over the chosen kinds. Mean ± sd over "
-                                 f"seeds, in percent.\n\n{rerank_tables(runs)}")
+                                 f"(the same 100 candidates, reordered); it is shown, not re-estimated. {notes}Mean ± sd over "
+                                 f"seeds, in percent.\n\n{rerank_tables(runs, plugins.describe_run, rerank_marks)}"
+                                 f"{footnotes(f for m in rerank_marks.values() for f in m)}")
     if "performance.md" in pages:
         contents["performance.md"] = performance_page(Path(bench_dir))
     if plots:
@@ -304,7 +341,8 @@ def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True, ben
     written = []
     for name, content in contents.items():  # everything built: now write
         if isinstance(content, bytes):
-            atomic_write_bytes(out_dir / name, content)
+            with atomic_open(out_dir / name, "wb") as f:
+                f.write(content)
         else:
             atomic_write_text(out_dir / name, content)
         written.append(out_dir / name)

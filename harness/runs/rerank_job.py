@@ -16,6 +16,7 @@ from harness.config import build_config, config_dict
 from harness.errors import HarnessError
 from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, SEEDS, get_splits
 from harness.plugins import Registry
+from harness.runs.models import addressed_config
 from harness.runs.results import (
     DEFAULT_RUNS_DIR,
     check_run_name,
@@ -81,8 +82,9 @@ def rerank_job(registry: Registry, job: RerankJob, log=print) -> list[RunOutcome
     splits_dir = splits_dir_for(registry, job.collection, job.runs_dir, job.splits_dir)
     check_runs_dir(job.runs_dir, collection.name, name)
     seeds = unique_seeds(job.seeds)
+    recorded, address = addressed_config(config_dict(config))  # the model by content hash, not path (hashed once)
     check_one_config(Path(job.runs_dir) / collection.name / name, spec.name,
-                     {**config_dict(config), "first_stage": job.first_stage}, seeds, job.overwrite)
+                     {**recorded, "first_stage": job.first_stage}, seeds, job.overwrite)
     splits = get_splits(collection, seeds, splits_dir, author_fraction=job.author_fraction)
     system, outcomes = None, []
     for seed, split in zip(seeds, splits):
@@ -96,7 +98,7 @@ def rerank_job(registry: Registry, job: RerankJob, log=print) -> list[RunOutcome
         if fs["depth"] < job.depth:
             raise HarnessError(f"{first} kept the top {fs['depth']}, fewer than --depth {job.depth}")
         digest = hashlib.sha256(rankings_path(first).read_bytes()).hexdigest()
-        cfg = {**config_dict(config), "first_stage": job.first_stage, "first_stage_rankings_sha256": digest}
+        cfg = {**recorded, "first_stage": job.first_stage, "first_stage_rankings_sha256": digest}
         path = result_path(job.runs_dir, collection.name, name, seed)
         if not job.overwrite and up_to_date(path, spec.name, cfg, split, job.depth, log=log):
             log(f"{name} on {collection.name} seed {seed}: up to date ({path}); --overwrite to recompute")
@@ -117,6 +119,8 @@ def rerank_job(registry: Registry, job: RerankJob, log=print) -> list[RunOutcome
                     for q, cands, sc in zip(split.queries, cand_lists, scores) if cands}
         extra = {**describe_system(spec.name, system), "first_stage": job.first_stage,
                  "first_stage_metrics": fs["metrics"]}
+        if address:
+            extra.update(model_sha256=address["sha256"], model_card=address["card"])
         out = record_run(system_name=spec.name, system=system, config=cfg, collection=collection, split=split,
                          rankings=rankings, wall=wall, runs_dir=job.runs_dir, run_name=name, depth=job.depth, extra=extra,
                          plugin=spec.origin())

@@ -12,6 +12,7 @@ from harness.errors import HarnessError
 from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, SEEDS, get_splits
 from harness.plugins import Registry
 from harness.provenance import PROJECT_ROOT
+from harness.runs.models import addressed_config
 from harness.runs.results import (
     DEFAULT_RUNS_DIR,
     check_run_name,
@@ -135,20 +136,22 @@ def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
             raise HarnessError(f"system {spec.name!r} cannot rank a whole pool (it can: {', '.join(spec.capabilities)}); "
                                f"a reranker runs as `aa-harness rerank {spec.name} --first-stage RUN`")
     configs = {s.name: build_config(load_object(s.config), job.overrides) for s in specs}
+    # a trained model is recorded by content hash, not path (and hashed once)
+    addressed = {s.name: addressed_config(config_dict(configs[s.name])) for s in specs}
     check_runs_dir(job.runs_dir)
     collection = open_collection(registry, job.collection, data_dir=job.data_dir, background=job.background,
                                  name=job.collection_name)
     for spec in specs:
         name = job.run_name or spec.name
         check_runs_dir(job.runs_dir, collection.name, name)
-        check_one_config(Path(job.runs_dir) / collection.name / name, spec.name, config_dict(configs[spec.name]),
+        check_one_config(Path(job.runs_dir) / collection.name / name, spec.name, addressed[spec.name][0],
                          unique_seeds(job.seeds), job.overwrite)
     splits_dir = splits_dir_for(registry, job.collection, job.runs_dir, job.splits_dir)
     splits = get_splits(collection, unique_seeds(job.seeds), splits_dir, author_fraction=job.author_fraction)
     outcomes = []
     for spec in specs:
         cfg = configs[spec.name]
-        cfg_dict = config_dict(cfg)
+        cfg_dict, address = addressed[spec.name]
         name = job.run_name or spec.name
         todo = []
         for split in splits:
@@ -166,6 +169,8 @@ def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
             if job.progress:
                 print(f"{name} on {collection.name}: seed {split.seed} ({i}/{len(todo)})", file=sys.stderr, flush=True)
             extra = describe_system(spec.name, system)
+            if address:
+                extra = {**extra, "model_sha256": address["sha256"], "model_card": address["card"]}
             with progress.enabled(job.progress):
                 out = run_split(system_name=spec.name, system=system, config=cfg_dict, collection=collection,
                                 split=split, runs_dir=job.runs_dir, run_name=name, depth=job.depth, extra=extra,

@@ -1,7 +1,7 @@
 """Build a registered system from its name and `--set` overrides, through the registry alone."""
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NamedTuple
 
 import numpy as np
 
@@ -12,11 +12,17 @@ from harness.plugins import Registry
 from harness.specs import SystemSpec, load_object
 
 
-def build_system(registry: Registry, name: str, overrides: Mapping[str, Any] | None = None) -> tuple[SystemSpec, Any, Any]:
+class BuiltSystem(NamedTuple):
+    spec: SystemSpec
+    config: Any
+    system: Any
+
+
+def build_system(registry: Registry, name: str, overrides: Mapping[str, Any] | None = None) -> BuiltSystem:
     """(spec, config, system) for a registered system; unknown names and keys fail before any model loads."""
     spec = registry.system(name)
     config = build_config(load_object(spec.config), overrides)
-    return spec, config, load_object(spec.factory)(config)
+    return BuiltSystem(spec, config, load_object(spec.factory)(config))
 
 
 def text_embedder(registry: Registry, name: str, overrides: Mapping[str, Any] | None = None) -> Callable[[list[str]], np.ndarray]:
@@ -28,7 +34,7 @@ def text_embedder(registry: Registry, name: str, overrides: Mapping[str, Any] | 
 
     def embed(texts: list[str]) -> np.ndarray:
         if not built:
-            built.append(build_system(registry, name, overrides)[2])
+            built.append(build_system(registry, name, overrides).system)
         docs = [Document(f"text-{i}", ("unknown",), t, "") for i, t in enumerate(texts)]
         return np.asarray(built[0].encode(docs), dtype=np.float32)
 

@@ -39,7 +39,8 @@ def save(model: SADIRIEncoder, folder: Path) -> None:
 class SADIRISystem(EncoderSystem):
     def __init__(self, config: SADIRIConfig):
         model = build(config)
-        super().__init__(model, config, describe={"model_path": model.source, "trained": config.model is not None})
+        where = {} if config.model else {"model_path": model.source}  # a trained model is recorded by content hash
+        super().__init__(model, config, describe={**where, "trained": config.model is not None})
 
 
 def train(config: SADIRIConfig, documents, out_dir: Path) -> Path:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from harness.hookspecs import hookimpl
 from harness.specs import SystemSpec
+from plugins.sadiri_v2.config import REPORT_NOTE
 
 
 @hookimpl
@@ -21,5 +22,7 @@ def register_systems(register):
         config="plugins.sadiri_v2.config:RerankerConfig",
         description="SADIRI-v2 reranker: LLM cross-encoder over query U+2980 candidate, trained on n(d_q)/n(d_q+)/n(r) negatives",
         capabilities=("rerank", "train"),
-        trainer="plugins.sadiri_v2.reranker:train",
+        trainer="plugins.sadiri_v2.reranker_training:train",
+        describe_run="plugins.sadiri_v2.config:describe_run",
+        report_note=REPORT_NOTE,
     ))

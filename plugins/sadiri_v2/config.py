@@ -1,36 +1,62 @@
+"""SADIRI-v2's configs, torch-free: the retriever's and the reranker's recipes, the LoRA spec
+both share, and their inference settings (sections: harness.neural.recipe)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
-from harness.neural.recipe import ContrastiveTraining
+from harness.neural.recipe import (
+    ContrastiveRecipe,
+    ContrastiveTraining,
+    Runtime,
+    Section,
+    TrainedModel,
+    TrainingRecipe,
+    TrainingRun,
+)
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+PROJECTION_INITS = ("default", "orthogonal-scaled")
 
 
 @dataclass(frozen=True)
-class RetrieverConfig(ContrastiveTraining):
-    """The SADIRI-v2 retriever recipe (Eq. 1): any Hugging Face decoder LLM (the paper's: Qwen3
-    0.6B/1.7B/4B/8B and Mistral-Nemo-Base-2407) with LoRA (r 16, alpha 32, dropout 0.05, all
-    attention and MLP projections, bias none, FEATURE_EXTRACTION), mean pooling over the final
-    hidden states, a learnable linear projection with bias to D = E / 2, dot-product score,
-    SupCon tau = 0.01, lr 1e-5, 16 authors a batch, 1 epoch; only LoRA and the projection train.
+class LoRASpec(Section):
+    """The paper's LoRA, the same for the retriever and the reranker: r 16, alpha 32, dropout
+    0.05 on every attention and MLP projection, bias none (PEFT FEATURE_EXTRACTION)."""
 
-    backbone: hub id or local folder (a GGUF folder works); the default is the paper's smallest.
-    model: a folder written by `aa-harness train sadiri-v2-retriever` (its `model/` subfolder);
-        None ranks with the untrained backbone: mean pooling, no projection, cosine.
-    """
-
-    backbone: str = "Qwen/Qwen3-0.6B"
-    model: str | None = None
-    max_length: int = 512
+    purpose: ClassVar[str] = "recipe"
     lora_r: int = 16
     lora_alpha: int = 32
     lora_dropout: float = 0.05
     lora_targets: tuple[str, ...] = LORA_TARGETS
+
+
+@dataclass(frozen=True)
+class RetrieverRecipe(ContrastiveRecipe):
+    """The SADIRI-v2 retriever recipe (Eq. 1): a decoder LLM (the paper's: Qwen3 0.6B/1.7B/4B/8B
+    and Mistral-Nemo-Base-2407) with LoRA, mean pooling over the final hidden states of the
+    document's tokens as the tokenizer gives them (its own special tokens, e.g. a Llama/Mistral
+    BOS; Qwen adds none; no EOS is appended), a learnable linear projection with bias to
+    D = E / 2, dot-product score, SupCon tau = 0.01, lr 1e-5, 1 epoch; only LoRA and the
+    projection train.
+
+    authors_per_batch is the global batch: the paper's 16 authors per GPU on 4 GPUs, 64 in all
+    (in-batch negatives over all 64: the embeddings are gathered across processes). One GPU runs
+    the same global batch, with `--set micro_batch=16` if it does not fit at once (exact).
+
+    projection_init: the paper leaves it open. "default" is PyTorch's Linear init; with the
+    paper's dot product and tau 0.01 the first logits are then the LLM's huge hidden-state dot
+    products / 0.01 (README: Training). "orthogonal-scaled" draws an orthogonal projection whose
+    outputs start with unit-scale rows for unit-scale inputs divided by sqrt(E), and a zero bias.
+    """
+
+    backbone: str = "Qwen/Qwen3-0.6B"
+    max_length: int = 512
     similarity: str = "dot"  # the paper's; "cosine" normalises the projected vectors (a variant)
+    projection_init: str = "default"
     tau: float = 0.01
     lr: float = 1e-5
-    authors_per_batch: int = 16
+    authors_per_batch: int = 64
     epochs: int = 1
     hard_negatives: bool = True
     project_for_clustering: bool = True  # random projection to K = D // 3 before k-means
@@ -39,10 +65,23 @@ class RetrieverConfig(ContrastiveTraining):
         super().__post_init__()
         if self.similarity not in ("dot", "cosine"):
             raise ValueError(f"similarity must be 'dot' or 'cosine', got {self.similarity!r}")
+        if self.projection_init not in PROJECTION_INITS:
+            raise ValueError(f"projection_init must be one of {', '.join(PROJECTION_INITS)}, got {self.projection_init!r}")
+
+
+@dataclass(frozen=True)
+class RetrieverConfig(RetrieverRecipe, LoRASpec, TrainedModel, ContrastiveTraining):
+    """The SADIRI-v2 retriever: its recipe and LoRA, how to run them, how to encode.
+
+    backbone: hub id or local folder (a GGUF folder works); the default is the paper's smallest.
+    model: a folder written by `aa-harness train sadiri-v2-retriever` (its `model/` subfolder);
+        None ranks with the untrained backbone: mean pooling, no projection, cosine.
+    """
 
 
 STRATEGY_CODES = ("q", "p", "r")  # n(d_q): near the query; n(d_q+): near the positive; n(r): random
 STRATEGY_LABELS = {"q": "n(d_q)", "p": "n(d_q+)", "r": "n(r)"}
+NEGATIVE_SAMPLING = ("sampled", "nearest")
 
 
 def parse_strategy(text: str) -> tuple[str, ...]:
@@ -58,47 +97,79 @@ def strategy_label(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class RerankerConfig:
-    """The SADIRI-v2 reranker recipe (Eq. 3): a decoder LLM with the retriever's LoRA setup
-    (the paper: Mistral-Nemo-Base-2407) reads query U+2980 candidate, each side truncated to
-    512 tokens, and scores the pair as W . h, h the final hidden state of the pair's last real
-    token, W a learned 1 x E projection. Training: for each author (10% of the training
-    authors) one document is the query and the other the positive, with m = 12 negatives by
-    other authors drawn by `strategy` (q: nearest the query, p: nearest the positive, r: at
-    random, by all-mpnet-base-v2 cosine; m split evenly); the loss of Eq. 2 with tau = 1.0 over
-    the 1 + m candidates; one query per batch, gradient accumulation 10, lr 1e-4, Adam, bf16.
+class RerankerRecipe(TrainingRecipe):
+    """The SADIRI-v2 reranker recipe (Eq. 3): a decoder LLM with the retriever's LoRA (the paper:
+    Mistral-Nemo-Base-2407) reads query U+2980 candidate, each side truncated to 512 tokens
+    (BOS before, the tokenizer's EOS after, outside that budget), and scores the pair as W . h,
+    h the final hidden state of the pair's last token (the EOS), W a learned 1 x E projection.
 
-    model: a folder written by `aa-harness train sadiri-v2-reranker` (its `model/` subfolder).
+    Training: for each author (10% of the training authors) one document is the query and the
+    other the positive, with m = 12 negatives by other authors drawn by `strategy` (q: from the
+    query's neighbourhood n(d_q), p: from the positive's n(d_q+), r: at random, by
+    all-mpnet-base-v2 cosine; m split evenly). `negative_sampling="sampled"` draws them at
+    random (seeded, anew each epoch) from the `negative_pool` nearest documents of other
+    authors; "nearest" takes the nearest ones (this harness's earlier behaviour). The loss of
+    Eq. 2 with tau = 1.0 over the 1 + m candidates; lr 1e-4, Adam, bf16.
+
+    Global batch: the paper's one query per GPU on 4 GPUs, so `queries_per_batch` = 4, and
+    gradient accumulation 10: an optimizer step sees 40 queries. One GPU runs the same global
+    batch (four queries, one forward each), so the update is the paper's.
     """
 
     backbone: str = "mistralai/Mistral-Nemo-Base-2407"
-    model: str | None = None
     max_query_tokens: int = 512
     max_candidate_tokens: int = 512
     delimiter: str = "\u2980"
-    lora_r: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.05
-    lora_targets: tuple[str, ...] = LORA_TARGETS
     strategy: str = "q+p+r"
     negatives: int = 12
+    negative_sampling: str = "sampled"
+    negative_pool: int = 64  # K: the neighbourhood sampled from
     author_fraction: float = 0.1
     tau: float = 1.0
     lr: float = 1e-4
+    queries_per_batch: int = 4
     grad_accumulation: int = 10
     epochs: int = 1
     sbert_model: str = "sentence-transformers/all-mpnet-base-v2"
-    grad_checkpointing: bool = True
-    bf16: bool = True
-    seed: int = 0
-    max_steps: int = 0  # optimizer steps in all (0: no limit); for smoke runs
-    device: str = "auto"
-    score_max_tokens: int = 65536  # token budget of a scoring batch
-    prefix_reuse: bool = True  # encode each query once and reuse its keys/values for its candidates
 
     def __post_init__(self):
+        super().__post_init__()
         parse_strategy(self.strategy)
         if self.negatives < len(parse_strategy(self.strategy)):
             raise ValueError("need at least one negative per chosen category")
         if not 0 < self.author_fraction <= 1:
             raise ValueError("author_fraction must be in (0, 1]")
+        if self.negative_sampling not in NEGATIVE_SAMPLING:
+            raise ValueError(f"negative_sampling must be one of {', '.join(NEGATIVE_SAMPLING)}, got {self.negative_sampling!r}")
+        if self.negative_pool < self.negatives or self.queries_per_batch < 1:
+            raise ValueError("negative_pool must be >= negatives, and queries_per_batch >= 1")
+
+
+@dataclass(frozen=True)
+class RerankerInference(Section):
+    purpose: ClassVar[str] = "inference"
+    score_max_tokens: int = 65536  # token budget of a scoring batch
+    prefix_reuse: bool = True  # encode each query once and reuse its keys/values for its candidates
+
+
+@dataclass(frozen=True)
+class RerankerConfig(RerankerRecipe, LoRASpec, TrainedModel, TrainingRun, RerankerInference, Runtime):
+    """The SADIRI-v2 reranker: its recipe and LoRA, how to run them, how to score.
+
+    model: a folder written by `aa-harness train sadiri-v2-reranker` (its `model/` subfolder).
+    """
+
+
+def describe_run(config: dict) -> str:
+    """A reranker run's label on the report pages: its negatives (config: a run's recorded dict)."""
+    strategy = config.get("strategy")
+    if not strategy:
+        return ""
+    label = " + ".join(STRATEGY_LABELS.get(x, x) for x in strategy.split("+"))
+    if config.get("negative_sampling", "nearest") == "sampled" and set(strategy.split("+")) & {"q", "p"}:
+        label += f", sampled from the {config.get('negative_pool')} nearest"
+    return label
+
+
+REPORT_NOTE = ("Negatives the reranker was trained on: n(d_q) nearest the query, n(d_q+) nearest the positive, n(r) "
+               "random (all-mpnet-base-v2 cosine); m = 12 split evenly over the chosen kinds.")

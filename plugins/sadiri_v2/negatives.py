@@ -20,7 +20,7 @@ from plugins.sadiri_v2.config import parse_strategy
 def nearest_other_author(vecs: np.ndarray, authors: Sequence[str], k: int, block: int = 2048) -> np.ndarray:
     """For each row, the indices of its k most cosine-similar rows by other authors (best first)."""
     v = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-    codes = np.unique(np.asarray(authors), return_inverse=True)[1]
+    _, codes = np.unique(np.asarray(authors), return_inverse=True)
     k = min(k, len(v) - 1)
     out = np.empty((len(v), k), dtype=np.int64)
     for start in range(0, len(v), block):
@@ -54,9 +54,10 @@ def split_counts(m: int, categories: Sequence[str]) -> dict[str, int]:
 
 
 def draw_negatives(query: int, positive: int, strategy: str, m: int, neighbours: np.ndarray,
-                   authors: Sequence[str], rng: random.Random) -> list[int]:
-    """m distinct negatives for (query, positive): nearest-first from each chosen neighbour
-    list, random ones uniformly from the other authors' documents."""
+                   authors: Sequence[str], rng: random.Random, *, pool: int | None = None) -> list[int]:
+    """m distinct negatives for (query, positive): from each chosen neighbour list the nearest
+    ones (pool None) or a uniform sample of its `pool` nearest usable ones; random ones uniformly
+    from the other authors' documents."""
     own = authors[query]
     chosen: list[int] = []
     taken = {query, positive}
@@ -64,8 +65,9 @@ def draw_negatives(query: int, positive: int, strategy: str, m: int, neighbours:
     for category, n in counts.items():
         if category == "r":
             continue
-        pool = neighbours[query if category == "q" else positive]
-        picked = [int(i) for i in pool if int(i) not in taken and authors[int(i)] != own][:n]
+        near = neighbours[query if category == "q" else positive]
+        usable = [int(i) for i in near if int(i) not in taken and authors[int(i)] != own]
+        picked = usable[:n] if pool is None else rng.sample(usable[:pool], min(n, len(usable[:pool])))
         chosen += picked
         taken.update(picked)
     missing = m - len(chosen)  # random ones, plus any shortfall of a neighbour list

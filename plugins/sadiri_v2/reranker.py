@@ -1,12 +1,10 @@
-"""The SADIRI-v2 reranker: an LLM cross-encoder over `query U+2980 candidate` (Eq. 3),
-its saved form (PEFT adapter + 1 x E head + JSON), training on targeted negatives, scoring."""
+"""The SADIRI-v2 reranker: an LLM cross-encoder over `query U+2980 candidate` (Eq. 3), its
+saved form (PEFT adapter + 1 x E head + JSON), and scoring. Its training: reranker_training.py."""
 from __future__ import annotations
 
 import hashlib
 import json
-import random
 import sys
-import time
 from pathlib import Path
 from typing import Sequence
 
@@ -16,14 +14,12 @@ import torch
 from harness.atomic import atomic_write_text
 from harness.data.documents import Document
 from harness.errors import HarnessError
-from harness.neural.checkpoint import load_checkpoint, save_checkpoint
 from harness.neural.device import autocast, device_label, pick_device
 from harness.neural.encoder import TokenBiEncoder, embed_features
 from harness.neural.fast.enable import enable_fast_path
 from harness.neural.hf import load_backbone
 from harness.neural.models import weights_fingerprint
 from plugins.sadiri_v2.config import RerankerConfig, parse_strategy
-from plugins.sadiri_v2.negatives import cached_neighbours, draw_negatives
 from plugins.sadiri_v2.retriever import _dtype, lora_config
 
 MODEL_JSON = "aa_model.json"
@@ -109,6 +105,7 @@ def save(model: PairScorer, folder: Path, config: RerankerConfig) -> None:
     atomic_write_text(folder / MODEL_JSON, json.dumps({
         "system": "sadiri-v2-reranker", "backbone": config.backbone, "hidden_size": model.head.in_features,
         "strategy": "+".join(parse_strategy(config.strategy)), "negatives": config.negatives,
+        "negative_sampling": config.negative_sampling, "negative_pool": config.negative_pool,
         "max_query_tokens": config.max_query_tokens, "max_candidate_tokens": config.max_candidate_tokens,
         "delimiter": config.delimiter}, indent=1))
 
@@ -191,93 +188,3 @@ class RerankerSystem:
     def describe(self) -> dict:
         return {"model_identity": self.model.identity(), "strategy": "+".join(parse_strategy(self.config.strategy)),
                 "fast_path": self.fast_path}
-
-
-def _examples(documents: Sequence[Document], config: RerankerConfig, log) -> tuple[list[Document], list[tuple[int, int, list[int]]]]:
-    """(query, positive, negatives) index triples for a sample of the training authors."""
-    docs = sorted(documents, key=lambda d: (d.authorIDs[0], d.documentID))
-    authors = [d.authorIDs[0] for d in docs]
-    by_author: dict[str, list[int]] = {}
-    for i, a in enumerate(authors):
-        by_author.setdefault(a, []).append(i)
-    usable = sorted(a for a, ix in by_author.items() if len(ix) >= 2)
-    if len(usable) < 2:
-        raise HarnessError("reranker training needs at least two authors with two or more documents")
-    rng = random.Random(config.seed)
-    chosen = sorted(rng.sample(usable, max(1, round(config.author_fraction * len(usable)))))
-    neighbours = np.zeros((len(docs), 0), dtype=np.int64)
-    if set(parse_strategy(config.strategy)) & {"q", "p"}:
-        from plugins.sbert.embedder import sbert_embedder
-        from harness.neural.embed_cache import cache_root
-
-        t = time.perf_counter()
-        neighbours = cached_neighbours([d.fullText for d in docs], authors,
-                                       sbert_embedder(config.sbert_model, config.device, 64), config.sbert_model,
-                                       k=max(64, 4 * config.negatives), cache_dir=cache_root() / "neighbours")
-        log(f"neighbours by {config.sbert_model} over {len(docs)} documents in {time.perf_counter() - t:.1f}s")
-    triples = []
-    for a in chosen:
-        q, p = rng.sample(by_author[a], 2)
-        triples.append((q, p, draw_negatives(q, p, config.strategy, config.negatives, neighbours, authors, rng)))
-    return docs, triples
-
-
-def train(config: RerankerConfig, documents: Sequence[Document], out_dir: Path, log=print) -> Path:
-    """Eq. 2 with tau = 1 over 1 + m candidates, one query per batch, gradient accumulation."""
-    from tqdm.auto import tqdm
-
-    torch.manual_seed(config.seed)
-    out_dir = Path(out_dir)
-    docs, triples = _examples(documents, config, log)
-    device = pick_device(config.device)
-    model = new_for_training(config).to(device)
-    for p in model.trainable_parameters():
-        p.data = p.data.float()
-    if config.grad_checkpointing:
-        model.enable_gradient_checkpointing()
-    model.train()
-    optimizer = torch.optim.Adam(model.trainable_parameters(), lr=config.lr)
-    progress = load_checkpoint(out_dir / "checkpoint", model, optimizer) or {"epoch": 0, "done": 0, "log": [], "steps": 0}
-    amp = config.bf16 and device.type == "cuda"
-    log(f"training PairScorer on {device_label(device)}: {len(triples)} queries x (1 + {config.negatives}) candidates, "
-        f"strategy {config.strategy}, {sum(p.numel() for p in model.trainable_parameters()):,} trainable parameters")
-    target = torch.zeros(1, dtype=torch.long, device=device)
-    for epoch in range(progress["epoch"], config.epochs):
-        order = list(range(len(triples)))
-        random.Random(config.seed * 1000 + epoch).shuffle(order)
-        t0, pending = time.perf_counter(), []
-        for n in tqdm(range(progress["done"], len(order)), desc=f"epoch {epoch}", file=sys.stderr, disable=not sys.stderr.isatty()):
-            q, p, negs = triples[order[n]]
-            feats = model.pair_features(docs[q].fullText, [docs[i].fullText for i in [p, *negs]])
-            batch = {k: v.to(device) for k, v in model.collate(feats).items()}
-            with autocast(device, amp):
-                scores = model(**batch)[:, 0].float()
-            loss = torch.nn.functional.cross_entropy(scores[None, :] / config.tau, target)
-            (loss / config.grad_accumulation).backward()
-            pending.append(float(loss.detach()))
-            last = n == len(order) - 1
-            if len(pending) == config.grad_accumulation or last:
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-                progress["steps"] += 1
-                progress["log"].append({"epoch": epoch, "step": progress["steps"], "loss": round(sum(pending) / len(pending), 6),
-                                        "queries": len(pending)})
-                if progress["steps"] % 5 == 0 or last:
-                    log(f"epoch {epoch} step {progress['steps']} loss {progress['log'][-1]['loss']:.4f}")
-                pending = []
-                progress["done"] = n + 1
-                if config.max_steps and progress["steps"] >= config.max_steps:
-                    break
-        progress["log"].append({"epoch": epoch, "epoch_seconds": round(time.perf_counter() - t0, 2)})
-        progress.update(epoch=epoch + 1, done=0)
-        save_checkpoint(out_dir / "checkpoint", model, optimizer, progress)
-        if config.max_steps and progress["steps"] >= config.max_steps:
-            break
-    save(model, out_dir / "model", config)
-    summary = {"device": device_label(device), "world_size": 1, "authors": len(triples), "steps": progress["steps"],
-               "strategy": config.strategy, "recipe": {"tau": config.tau, "lr": config.lr, "epochs": config.epochs,
-                                                       "authors_per_batch": 1, "hard_negatives": False,
-                                                       "grad_accumulation": config.grad_accumulation, "negatives": config.negatives},
-               "log": progress["log"]}
-    atomic_write_text(out_dir / "train_log.json", json.dumps(summary, indent=1) + "\n")
-    return out_dir / "model"

@@ -13,7 +13,7 @@ from harness.neural.encoder import TokenBiEncoder
 from harness.neural.hf import load_backbone
 from harness.neural.models import weights_fingerprint
 from harness.neural.system import EncoderSystem, train_system
-from plugins.sadiri_v2.config import RetrieverConfig
+from plugins.sadiri_v2.config import LoRASpec, RetrieverConfig
 
 MODEL_JSON = "aa_model.json"
 
@@ -46,11 +46,24 @@ def _dtype() -> torch.dtype:
     return torch.bfloat16 if torch.cuda.is_available() else torch.float32
 
 
-def lora_config(config: RetrieverConfig):
+def lora_config(config: LoRASpec):
+    """The PEFT LoRA config of the spec both SADIRI-v2 systems share."""
     from peft import LoraConfig, TaskType
 
     return LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
                       target_modules=list(config.lora_targets), bias="none", task_type=TaskType.FEATURE_EXTRACTION)
+
+
+def new_projection(hidden: int, init: str = "default") -> torch.nn.Linear:
+    """The E -> E/2 projection with bias (Eq. 1). "default": PyTorch's Linear init (entries
+    U(-1/sqrt(E), 1/sqrt(E)), so |Wx|^2 ~ |x|^2 / 6); "orthogonal-scaled": orthonormal rows times
+    1/sqrt(E) and a zero bias (|Wx|^2 ~ |x|^2 / (2E)), so the first dot products / tau stay small."""
+    projection = torch.nn.Linear(hidden, hidden // 2, bias=True)
+    if init == "orthogonal-scaled":
+        with torch.no_grad():
+            torch.nn.init.orthogonal_(projection.weight, gain=hidden ** -0.5)
+            projection.bias.zero_()
+    return projection
 
 
 def new_for_training(config: RetrieverConfig) -> LLMRetriever:
@@ -59,7 +72,7 @@ def new_for_training(config: RetrieverConfig) -> LLMRetriever:
     base, tokenizer, path = load_backbone(config.backbone, dtype=_dtype())
     hidden = base.config.hidden_size
     model = get_peft_model(base, lora_config(config))  # freezes the base, adds trainable LoRA
-    projection = torch.nn.Linear(hidden, hidden // 2, bias=True)
+    projection = new_projection(hidden, config.projection_init)
     return LLMRetriever(model, tokenizer, config.max_length, projection, f"untrained|{path}", config.backbone,
                         config.similarity)
 
@@ -100,7 +113,8 @@ def save(model: LLMRetriever, folder: Path) -> None:
     save_file({k: v.detach().float().cpu().contiguous() for k, v in proj.state_dict().items()}, folder / "projection.safetensors")
     atomic_write_text(folder / MODEL_JSON, json.dumps({
         "system": "sadiri-v2-retriever", "backbone": model.backbone_ref, "hidden_size": proj.in_features,
-        "dim": proj.out_features, "max_length": model.max_length, "pooling": "mean", "similarity": model.similarity}, indent=1))
+        "dim": proj.out_features, "max_length": model.max_length, "pooling": "mean", "similarity": model.similarity},
+        indent=1))
 
 
 class RetrieverSystem(EncoderSystem):
@@ -109,5 +123,5 @@ class RetrieverSystem(EncoderSystem):
         super().__init__(model, config, describe={"backbone": config.backbone, "trained": config.model is not None})
 
 
-def train(config: RetrieverConfig, documents, out_dir: Path) -> Path:
-    return train_system(lambda: new_for_training(config), config, documents, out_dir, save)
+def train(config: RetrieverConfig, documents, out_dir: Path, embed_batch=None) -> Path:
+    return train_system(lambda: new_for_training(config), config, documents, out_dir, save, embed_batch=embed_batch)

@@ -1,0 +1,104 @@
+"""Trained models as addressable things: the model card `aa-harness train` writes, and the
+content hash a run records instead of the model's path on some machine.
+
+The card (`aa_model.json` in the model folder; a plugin's own loading fields stay beside it):
+
+  card_version   1
+  system         the registered system that trained it
+  recipe         the config's recipe section (what the paper specifies; LoRA included)
+  training_run   how it was run (gradient checkpointing, checkpoints, step cap, micro-batch)
+  global_batch   {unit, per_batch, grad_accumulation, per_optimizer_step}
+  training_data  {sha256, documents, authors, files}: sha256 over (documentID, first author,
+                 text) of every training document, sorted by documentID
+  author_fraction  the share of the training authors the recipe used (1.0 for bi-encoders)
+  seed, commit, device, world_size, steps, final_loss, trained_at
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from harness.atomic import atomic_write_text
+from harness.data.documents import Document
+
+CARD = "aa_model.json"
+CARD_VERSION = 1
+
+
+def training_data_fingerprint(documents: Sequence[Document], files: Sequence[str | Path] = ()) -> dict[str, Any]:
+    h = hashlib.sha256()
+    for d in sorted(documents, key=lambda d: d.documentID):
+        for part in (d.documentID, d.authorIDs[0] if d.authorIDs else "", d.fullText):
+            h.update(part.encode("utf-8") + b"\0")
+    return {"sha256": h.hexdigest(), "documents": len(documents),
+            "authors": len({d.authorIDs[0] for d in documents if d.authorIDs}), "files": [Path(f).name for f in files]}
+
+
+def model_card(*, system: str, sections: Mapping[str, Mapping[str, Any]], data: Mapping[str, Any],
+               train_log: Mapping[str, Any], commit: str) -> dict[str, Any]:
+    """The card from the config's sections, the training data's fingerprint and the trainer's log."""
+    recipe = dict(sections.get("recipe", {}))
+    unit = "queries" if "queries_per_batch" in recipe else "authors"
+    per_batch = recipe.get("queries_per_batch", recipe.get("authors_per_batch"))
+    accumulation = recipe.get("grad_accumulation", 1)
+    steps = [e for e in train_log.get("log", []) if "loss" in e]
+    return {
+        "card_version": CARD_VERSION,
+        "system": system,
+        "recipe": recipe,
+        "training_run": dict(sections.get("training run", {})),
+        "global_batch": {"unit": unit, "per_batch": per_batch, "grad_accumulation": accumulation,
+                         "per_optimizer_step": per_batch * accumulation if per_batch else None},
+        "training_data": dict(data),
+        "author_fraction": recipe.get("author_fraction", 1.0),
+        "seed": recipe.get("seed"),
+        "commit": commit,
+        "device": train_log.get("device"),
+        "world_size": train_log.get("world_size"),
+        "steps": train_log.get("steps"),
+        "final_loss": steps[-1]["loss"] if steps else None,
+        "trained_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def write_model_card(model_dir: Path, card: Mapping[str, Any]) -> None:
+    """Merge the card into the folder's aa_model.json (the plugin's own fields are kept)."""
+    path = Path(model_dir) / CARD
+    own = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    atomic_write_text(path, json.dumps({**own, **card}, indent=1) + "\n")
+
+
+def content_sha256(folder: Path) -> str:
+    """sha256 over every file of a model folder: relative path, then bytes, in path order."""
+    folder = Path(folder)
+    h = hashlib.sha256()
+    for p in sorted(q for q in folder.rglob("*") if q.is_file()):
+        h.update(p.relative_to(folder).as_posix().encode() + b"\0")
+        with open(p, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 22), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def model_address(ref: Any) -> dict[str, Any] | None:
+    """{"sha256", "card"} for a trained model folder (one holding aa_model.json or config.json); None otherwise."""
+    if not isinstance(ref, str) or not ref or not Path(ref).is_dir():
+        return None
+    folder = Path(ref)
+    card = json.loads((folder / CARD).read_text(encoding="utf-8")) if (folder / CARD).is_file() else None
+    if card is None and not (folder / "config.json").is_file():
+        return None
+    return {"sha256": content_sha256(folder), "card": card}
+
+
+def addressed_config(config: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(the config a run records, the model's address): a `model` folder is recorded as
+    "sha256:<content hash>", so the result names the model, not where it lay."""
+    out = dict(config)
+    address = model_address(out.get("model"))
+    if address:
+        out["model"] = f"sha256:{address['sha256']}"
+    return out, address

@@ -1,0 +1,140 @@
+"""Training the SADIRI-v2 reranker on the one training loop (harness.neural.training): for a
+share of the training authors, a query, its positive and m negatives drawn by strategy from
+the query's and the positive's SBERT neighbourhoods and at random (the paper's Figure 1)."""
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from harness.data.documents import Document
+from harness.errors import HarnessError
+from harness.neural.device import autocast
+from plugins.sadiri_v2.config import RerankerConfig, parse_strategy
+from plugins.sadiri_v2.negatives import cached_neighbours, draw_negatives
+from plugins.sadiri_v2.reranker import new_for_training, save
+
+
+class QueryNegatives:
+    """The reranker's training task for the one loop (harness.neural.training): a global batch
+    is `queries_per_batch` (query, positive, m negatives) examples; each query's loss is Eq. 2
+    with tau over its 1 + m pair scores, and a batch's loss is the mean over its queries.
+
+    Each process scores its shard of the batch, `micro_batch` queries a forward (0: the whole
+    shard); the gradients are scaled so that DDP's average equals the one-process mean.
+    """
+
+    unit = "queries"
+
+    def __init__(self, documents: Sequence[Document], config: RerankerConfig, embed_batch=None):
+        from harness.neural.training import default_embed_batch
+
+        self.config = config
+        self.embed_batch = embed_batch or default_embed_batch
+        self.docs = sorted(documents, key=lambda d: (d.authorIDs[0], d.documentID))
+        self.authors = [d.authorIDs[0] for d in self.docs]
+        self.by_author: dict[str, list[int]] = {}
+        for i, a in enumerate(self.authors):
+            self.by_author.setdefault(a, []).append(i)
+        usable = sorted(a for a, ix in self.by_author.items() if len(ix) >= 2)
+        if len(usable) < 2:
+            raise HarnessError("reranker training needs at least two authors with two or more documents")
+        rng = random.Random(config.seed)
+        self.chosen = sorted(rng.sample(usable, max(1, round(config.author_fraction * len(usable)))))
+        self._neighbours: np.ndarray | None = None
+
+    def size(self) -> int:
+        return len(self.chosen)
+
+    def neighbours(self, log) -> np.ndarray:
+        """Each document's nearest documents by other authors (SBERT cosine), computed once and cached."""
+        c = self.config
+        if self._neighbours is None:
+            self._neighbours = np.zeros((len(self.docs), 0), dtype=np.int64)
+            if set(parse_strategy(c.strategy)) & {"q", "p"}:
+                from harness.neural.embed_cache import cache_root
+                from plugins.sbert.embedder import sbert_embedder
+
+                t = time.perf_counter()
+                k = max(64, 4 * c.negatives, c.negative_pool + 2)
+                self._neighbours = cached_neighbours([d.fullText for d in self.docs], self.authors,
+                                                     sbert_embedder(c.sbert_model, c.device, 64), c.sbert_model,
+                                                     k=k, cache_dir=cache_root() / "neighbours")
+                log(f"neighbours by {c.sbert_model} over {len(self.docs)} documents in {time.perf_counter() - t:.1f}s")
+        return self._neighbours
+
+    def examples(self, epoch: int, log) -> list[list[int]]:
+        """[query, positive, *negatives] per chosen author, drawn anew each epoch (seeded)."""
+        c = self.config
+        neighbours = self.neighbours(log)
+        rng = random.Random(c.seed * 1000 + epoch)
+        pool = c.negative_pool if c.negative_sampling == "sampled" else None
+        out = []
+        for a in self.chosen:
+            q, p = rng.sample(self.by_author[a], 2)
+            out.append([q, p, *draw_negatives(q, p, c.strategy, c.negatives, neighbours, self.authors, rng, pool=pool)])
+        return out
+
+    def plan_epoch(self, model, epoch: int, device, log) -> list[list]:
+        from harness.neural.distributed import world_size
+
+        examples = self.examples(epoch, log)
+        random.Random(self.config.seed * 1000 + epoch).shuffle(examples)
+        n = self.config.queries_per_batch
+        batches = [examples[i:i + n] for i in range(0, len(examples), n)]
+        if len(batches) > 1 and len(batches[-1]) < world_size():  # every process needs a query
+            batches[-2] += batches.pop()
+        return batches
+
+    def step(self, wrapped, model, shard, sizes, device, amp, scale, last):
+        import torch.nn.functional as F
+
+        from harness.neural import distributed as D
+        from harness.neural.training import StepResult
+
+        c, total, procs = self.config, sum(sizes), len(sizes)
+        micro = c.micro_batch or len(shard)
+        pieces = [shard[i:i + micro] for i in range(0, len(shard), micro)]
+        loss_sum, docs, tokens = 0.0, 0, 0
+        for k, piece in enumerate(pieces):
+            features, counts = [], []
+            for q, *cands in piece:
+                features += model.pair_features(self.docs[q].fullText, [self.docs[i].fullText for i in cands])
+                counts.append(len(cands))
+            with D.sync_grads(wrapped, last and k == len(pieces) - 1):
+                with autocast(device, amp):
+                    scores = self.embed_batch(wrapped, model, features, device)[:, 0].float()
+                ce = sum(F.cross_entropy(s[None, :] / c.tau, s.new_zeros(1, dtype=torch.long))
+                         for s in torch.split(scores, counts))
+                (ce * (scale * procs / total)).backward()
+            loss_sum += float(ce.detach())
+            docs += len(features)
+            tokens += sum(len(f) for f in features)
+        if procs > 1:
+            import torch.distributed as dist
+
+            box = torch.tensor([loss_sum, docs, tokens], dtype=torch.float64, device=device)
+            dist.all_reduce(box)
+            loss_sum, docs, tokens = float(box[0]), int(box[1]), int(box[2])
+        return StepResult(loss_sum / total, docs, tokens)
+
+
+def train(config: RerankerConfig, documents: Sequence[Document], out_dir: Path, log=print, embed_batch=None) -> Path:
+    """Eq. 2 with tau = 1 over 1 + m candidates per query, on the one training loop (DDP,
+    gradient accumulation, N-step checkpoints and resume). Seeds, then builds the model."""
+    from harness.config import config_sections
+    from harness.neural.training import train_loop
+
+    torch.manual_seed(config.seed)
+    task = QueryNegatives(documents, config, embed_batch)
+    model = new_for_training(config)
+    log(f"reranker: {task.size()} queries x (1 + {config.negatives}) candidates, strategy {config.strategy}, "
+        f"negatives {config.negative_sampling}")
+    out_dir = Path(out_dir)
+    train_loop(model, task, config, out_dir, save=lambda m, folder: save(m, folder, config), log=log,
+               record={"strategy": config.strategy, "recipe": config_sections(config)["recipe"]})
+    return out_dir / "model"
