@@ -277,3 +277,24 @@ def test_train_writes_a_model_card_and_runs_record_the_model_by_content(tiny_ber
     res = read_result(out[0].path)
     assert res["config"]["model"] == f"sha256:{content_sha256(model)}"
     assert res["extra"]["model_card"]["training_data"] == card["training_data"] and str(tmp_path) not in json.dumps(res)
+
+
+def test_v2_centered_unit_projection_starts_the_dot_product_loss_at_cosine_scale(tiny_qwen3_dir, isolated_cache):
+    """The fitted projection maps the sample's pooled states to mean norm 1 around 0, and refits identically."""
+    import torch
+
+    from harness.neural.device import pick_device
+    from harness.neural.encoder import embed_features
+    from plugins.sadiri_v2.retriever import new_for_training
+
+    docs = _train_docs()
+    cfg = _v2_config(tiny_qwen3_dir, projection_init="centered-unit", init_sample=16)
+    torch.manual_seed(0)  # the trainer seeds before it builds
+    model = new_for_training(cfg, docs)
+    sample = sorted(docs, key=lambda d: d.documentID)[:16]
+    z = torch.from_numpy(embed_features(model, model.featurize([d.fullText for d in sample]), pick_device("cpu")))
+    assert abs(float(z.norm(dim=1).mean()) - 1.0) < 0.05
+    assert float(z.mean(0).norm()) < 1e-3
+    torch.manual_seed(0)
+    again = new_for_training(cfg, docs)
+    assert torch.equal(model.projection.weight, again.projection.weight)

@@ -16,7 +16,7 @@ from harness.neural.recipe import (
 )
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-PROJECTION_INITS = ("default", "orthogonal-scaled")
+PROJECTION_INITS = ("default", "orthogonal-scaled", "centered-unit")
 
 
 @dataclass(frozen=True)
@@ -48,12 +48,19 @@ class RetrieverRecipe(ContrastiveRecipe):
     paper's dot product and tau 0.01 the first logits are then the LLM's huge hidden-state dot
     products / 0.01 (README: Training). "orthogonal-scaled" draws an orthogonal projection whose
     outputs start with unit-scale rows for unit-scale inputs divided by sqrt(E), and a zero bias.
+    "centered-unit" fits the initial projection to the backbone's pooled states of a fixed sample
+    of the training documents (the first `init_sample` by id): orthogonal rows scaled so the
+    projected, centred sample has mean norm 1, and a bias that subtracts the sample mean. LLM
+    states share one large component (untrained Qwen2.5-0.5B: norm ~117, mean pairwise cosine
+    0.85), so without centring every pair's dot product / 0.01 is huge and nearly the same; this
+    init starts the paper's dot-product loss where a cosine model at tau 0.01 starts.
     """
 
     backbone: str = "Qwen/Qwen3-0.6B"
     max_length: int = 512
     similarity: str = "dot"  # the paper's; "cosine" normalises the projected vectors (a variant)
     projection_init: str = "default"
+    init_sample: int = 256  # documents that fit a "centered-unit" projection (the first by id)
     tau: float = 0.01
     lr: float = 1e-5
     authors_per_batch: int = 64

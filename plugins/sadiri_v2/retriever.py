@@ -66,15 +66,45 @@ def new_projection(hidden: int, init: str = "default") -> torch.nn.Linear:
     return projection
 
 
-def new_for_training(config: RetrieverConfig) -> LLMRetriever:
+def fit_centered_unit(model: LLMRetriever, texts: list[str]) -> None:
+    """Make `model.projection` map the pooled states of `texts` to vectors of mean norm 1 around 0:
+    orthogonal rows, scaled by sqrt(2)/(mean distance of the states from their mean), and a
+    bias of -W·mean. Deterministic given the seed and the texts (every DDP rank computes the same)."""
+    from harness.neural.device import pick_device
+    from harness.neural.encoder import embed_features
+
+    projection, model.projection = model.projection, None  # pooled states, no projection
+    try:
+        device = pick_device("auto")
+        model.to(device)
+        states = torch.from_numpy(embed_features(model, model.featurize(texts), device)).double()
+    finally:
+        model.projection = projection
+    mean = states.mean(0)
+    spread = (states - mean).norm(dim=1).mean()
+    with torch.no_grad():
+        weight = torch.empty_like(projection.weight, dtype=torch.float64)
+        torch.nn.init.orthogonal_(weight)  # rows orthonormal: |W v| ~ |v| sqrt(D / E) = |v| / sqrt(2)
+        weight *= (2 ** 0.5) / float(spread)
+        projection.weight.copy_(weight.to(projection.weight.dtype))
+        projection.bias.copy_((-(weight @ mean)).to(projection.bias.dtype))
+
+
+def new_for_training(config: RetrieverConfig, documents=()) -> LLMRetriever:
     from peft import get_peft_model
 
     base, tokenizer, path = load_backbone(config.backbone, dtype=_dtype())
     hidden = base.config.hidden_size
     model = get_peft_model(base, lora_config(config))  # freezes the base, adds trainable LoRA
     projection = new_projection(hidden, config.projection_init)
-    return LLMRetriever(model, tokenizer, config.max_length, projection, f"untrained|{path}", config.backbone,
-                        config.similarity)
+    retriever = LLMRetriever(model, tokenizer, config.max_length, projection, f"untrained|{path}", config.backbone,
+                             config.similarity)
+    if config.projection_init == "centered-unit":
+        sample = sorted(documents, key=lambda d: d.documentID)[:config.init_sample]
+        if len(sample) < 2:
+            raise HarnessError("projection_init=centered-unit needs training documents to fit the projection on")
+        fit_centered_unit(retriever, [d.fullText for d in sample])
+    return retriever
 
 
 def load(config: RetrieverConfig) -> LLMRetriever:
@@ -124,4 +154,5 @@ class RetrieverSystem(EncoderSystem):
 
 
 def train(config: RetrieverConfig, documents, out_dir: Path, embed_batch=None) -> Path:
-    return train_system(lambda: new_for_training(config), config, documents, out_dir, save, embed_batch=embed_batch)
+    return train_system(lambda: new_for_training(config, documents), config, documents, out_dir, save,
+                        embed_batch=embed_batch)
