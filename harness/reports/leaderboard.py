@@ -198,7 +198,9 @@ def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True, ben
             "split seeds (0, 1001, 2001, 3001); `(n=…)` marks a run with fewer seeds. Splits: `splits/`. "
             "Per-genre tables: [per-genre.md](per-genre.md). Training runs: [training.md](training.md). "
             "Reranking (Table 2 layout): [rerank.md](rerank.md). "
-            "Figures the paper reports: [reported.md](reported.md). Throughput: [performance.md](performance.md).\n\n"
+            "Figures the paper reports: [reported.md](reported.md). Throughput: [performance.md](performance.md). "
+            "Per collection, with paired-significance marks: "
+            + ", ".join(f"[{c}](collections/{c}.md)" for c in collections) + ".\n\n"
             f"{main_table(runs) if runs else '(no runs yet)'}\n\n## Runs\n\n{provenance_table(runs) if runs else ''}\n\n"
             f"## Success@k, k = 1…100\n\n{plot_lines}\n")
     written = [out_dir / "main.md", out_dir / "per-genre.md", out_dir / "reported.md", out_dir / "training.md",
@@ -215,6 +217,14 @@ def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True, ben
                       "trained on: n(d_q) nearest the query, n(d_q+) nearest the positive, n(r) random "
                       "(all-mpnet-base-v2 cosine); m = 12 split evenly over the chosen kinds. Mean ± sd over seeds, in "
                       f"percent.\n\n{rerank_tables(runs)}")
+    from harness.reports.collection_page import collection_page
+
+    splits_dir = Path(runs_dir).resolve().parent.parent / "splits"
+    for c in collections:
+        page = out_dir / "collections" / f"{c}.md"
+        atomic_write_text(page, collection_page(c, runs, run_order(runs), splits_dir if splits_dir.is_dir() else None,
+                                                HEADER))
+        written.append(page)
     if plots:
         from harness.reports.training import load_logs, plot_losses
 

@@ -14,7 +14,7 @@ from typing import Sequence
 
 from harness.config import build_config, config_dict
 from harness.errors import HarnessError
-from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, SEEDS, get_split
+from harness.evaluation.splits import SEEDS, get_split
 from harness.plugins import Registry
 from harness.runs.results import (
     DEFAULT_RUNS_DIR,
@@ -41,7 +41,7 @@ class RerankJob:
     runs_dir: Path = DEFAULT_RUNS_DIR
     splits_dir: Path = DEFAULT_SPLITS_DIR
     data_dir: str | None = None
-    author_fraction: float = DEFAULT_AUTHOR_FRACTION
+    author_fraction: float | None = None  # None: the collection's default
 
 
 def default_run_name(first_stage: str, system: str, config) -> str:

@@ -9,7 +9,7 @@ from typing import Sequence
 from harness.config import build_config, config_dict
 from harness.data.collection import Collection, load_collection
 from harness.errors import HarnessError
-from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, SEEDS, Split, get_split
+from harness.evaluation.splits import SEEDS, Split, get_split
 from harness.plugins import Registry
 from harness.runs.results import DEFAULT_RUNS_DIR, result_path
 from harness.runs.runner import RunOutcome, run_split, up_to_date
@@ -44,8 +44,10 @@ class RunJob:
     splits_dir: Path = DEFAULT_SPLITS_DIR
     data_dir: str | None = None
     background: Sequence[str] = ()
-    author_fraction: float = DEFAULT_AUTHOR_FRACTION
+    author_fraction: float | None = None  # None: the collection's default (else DEFAULT_AUTHOR_FRACTION)
     progress: bool = True
+    pool: str | None = None
+    dissimilarity: object = None
 
 
 def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
@@ -63,7 +65,8 @@ def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
                                f"a reranker runs as `aa-harness rerank {spec.name} --first-stage RUN`")
     configs = {s.name: build_config(load_object(s.config), job.overrides) for s in specs}
     collection = open_collection(registry, job.collection, data_dir=job.data_dir, background=job.background)
-    splits: list[Split] = [get_split(collection, seed, job.splits_dir, author_fraction=job.author_fraction) for seed in job.seeds]
+    splits: list[Split] = [get_split(collection, seed, job.splits_dir, author_fraction=job.author_fraction, pool=job.pool,
+                                     dissimilarity=job.dissimilarity) for seed in job.seeds]
     outcomes = []
     for spec in specs:
         cfg = configs[spec.name]
