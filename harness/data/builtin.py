@@ -26,7 +26,8 @@ HAYSTACK = ("blogs-background.jsonl.gz", "enron.jsonl.gz")
 # Split settings per collection, chosen from measurements (README, "Splits"); a caller's
 # --author-fraction / --pool overrides them.
 SPLIT_DEFAULTS: dict[str, dict] = {
-    "reddit-xsub": {"author_fraction": 1.0, "pool": "paper", "dissimilarity": {"threshold": 0.05}},
+    "hrs": {"author_fraction": 0.5, "pool": "paper"},
+    "reddit-xsub": {"author_fraction": 1.0, "pool": "paper", "dissimilarity": {"threshold": 0.075}},
     "blogs-xtopic": {"author_fraction": 1.0, "pool": "paper", "dissimilarity": {"threshold": 0.05}},
 }
 # blogs-xtopic's topic labels (harness.data.topic_labels); the committed labels file is read
@@ -69,7 +70,10 @@ def hrs_collection(release: str, data_dir=None):
     bg = sorted(p for p in folder.iterdir() if p.name.startswith("background") and ".jsonl" in p.name)
     if not fg:
         raise DataError(f"{folder}: no foreground*.jsonl[.gz] file")
-    return load_collection(release, fg, bg, explicit_foreground=True)
+    from dataclasses import replace
+
+    # The paper's procedure: half the foreground authors, the Appendix-B pool.
+    return replace(load_collection(release, fg, bg, explicit_foreground=True), split_defaults=SPLIT_DEFAULTS["hrs"])
 
 
 def ta1_collection_by_name(name: str, root: str, data_dir=None):
