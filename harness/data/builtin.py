@@ -27,6 +27,7 @@ HAYSTACK = ("blogs-background.jsonl.gz", "enron.jsonl.gz")
 # --author-fraction / --pool overrides them.
 SPLIT_DEFAULTS: dict[str, dict] = {
     "hrs": {"author_fraction": 0.5, "pool": "paper"},
+    "pan18-en": {"author_fraction": 1.0},
     "reddit-xsub": {"author_fraction": 1.0, "pool": "paper", "dissimilarity": {"threshold": 0.075}},
     "blogs-xtopic": {"author_fraction": 1.0, "pool": "paper", "dissimilarity": {"threshold": 0.05}},
 }
@@ -36,8 +37,11 @@ BLOGS_TOPICS = dict(k=20)
 
 
 def pan_collection(name: str, data_dir=None):
+    from dataclasses import replace
+
     folder = corpora_dir(data_dir)
-    return load_collection(name, [corpus_file(folder, f"{name}.jsonl.gz")], [corpus_file(folder, f) for f in HAYSTACK])
+    collection = load_collection(name, [corpus_file(folder, f"{name}.jsonl.gz")], [corpus_file(folder, f) for f in HAYSTACK])
+    return replace(collection, split_defaults=SPLIT_DEFAULTS.get(name, {}))
 
 
 def reddit_xsub_collection(data_dir=None):

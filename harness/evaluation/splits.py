@@ -345,8 +345,8 @@ def counts_table(splits: Sequence[Split]) -> str:
         rows.append([s.collection, s.seed, c["query_authors"], c["queries"], c["candidates"], c["needles"],
                      b.get("author_fraction", "—"), b.get("pool", DEFAULT_POOL) if b.get("name") == BUILDER else "given",
                      f"{sizes['paper']} / {sizes['all']}" if sizes else "—",
-                     (f"cos < {rule['threshold']}: {rule['queries_dropped']} of {rule['queries_before']} queries, "
-                      f"{rule['query_authors_before'] - c['query_authors']} of {rule['query_authors_before']} authors")
+                     (f"needle cos < {rule['threshold']}: dropped {rule['queries_dropped']} of {rule['queries_before']} "
+                      f"queries, {rule['query_authors_before'] - c['query_authors']} of {rule['query_authors_before']} authors")
                      if rule else "—"])
     return tabulate(rows, headers=["collection", "seed", "query authors", "queries", "candidates", "query-needle pairs",
                                    "author fraction", "pool", "pool size paper / all", "dissimilarity rule: dropped"],
