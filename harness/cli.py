@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, SEEDS
+from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, POOLS, SEEDS
 
 
 def _registry():
@@ -75,17 +75,102 @@ def cmd_split(args) -> int:
     collection = open_collection(reg, args.collection, data_dir=args.data_dir, background=args.background,
                                  name=args.name_collection)
     splits_dir = splits_dir_for(reg, args.collection, args.runs_dir, args.splits_dir)
+    rule = _dissimilarity_arg(args)
     seeds = unique_seeds(args.seeds)
     if args.overwrite:  # every seed builds before any manifest is written
-        splits = [build_split(collection, seed, args.author_fraction) for seed in seeds]
+        splits = [build_split(collection, seed, args.author_fraction, pool=args.pool, dissimilarity=rule) for seed in seeds]
         for split in splits:
             write_manifest(split, splits_dir)
     else:
-        splits = get_splits(collection, seeds, splits_dir, author_fraction=args.author_fraction)
+        splits = get_splits(collection, seeds, splits_dir, author_fraction=args.author_fraction, pool=args.pool,
+                            dissimilarity=rule)
     for split in splits:
         print(f"{collection.name} seed {split.seed}: sha256 {split.sha256[:16]}… "
               f"({manifest_path(splits_dir, collection.name, split.seed)})", file=sys.stderr)
     print(counts_table(splits))
+    if getattr(args, "closeness", False):
+        from harness.evaluation.closeness import closeness_table
+
+        print()
+        print(closeness_table(collection, splits))
+    return 0
+
+
+def _dissimilarity_arg(args):
+    """--max-needle-cosine T: the rule with threshold T (1 or more: no rule); absent: the collection's."""
+    value = getattr(args, "max_needle_cosine", None)
+    if value is None:
+        return None
+    if value >= 1:
+        return False
+    from harness.evaluation.dissimilarity import DissimilarityRule
+
+    return DissimilarityRule(threshold=value)
+
+
+def cmd_compare(args) -> int:
+    from harness.reports.significance import (
+        compare_results,
+        format_comparison,
+        needed_authors,
+    )
+    from harness.runs.results import iter_results
+
+    runs: dict[str, list[dict]] = {args.run_a: [], args.run_b: []}
+    for _, res in iter_results(args.runs_dir):
+        if res["collection"] == args.collection and res["run_name"] in runs:
+            runs[res["run_name"]].append(res)
+    for name, res in runs.items():
+        if not res:
+            raise HarnessError(f"no results for run {name!r} on {args.collection!r} under {args.runs_dir}")
+    a, b = (sorted(runs[n], key=lambda r: r["seed"]) for n in (args.run_a, args.run_b))
+    res = compare_results(a, b, args.splits_dir, resamples=args.resamples)
+    print(format_comparison(args.run_a, args.run_b, res))
+    n, sd, per_seed = needed_authors(a, b, args.splits_dir)
+    print(f"\nPer-author sd of the Success@8 difference: {sd:.3f}; to detect a 5-point gap of this spread (alpha 0.05, "
+          f"power 0.8) a test needs about {n} query authors (this collection has about {per_seed} per seed).")
+    return 0
+
+
+def cmd_topics(args) -> int:
+    from harness.data.collection import read_documents
+    from harness.data.topic_labels import (
+        TopicSettings,
+        derive_topics,
+        k_study,
+        write_labels,
+    )
+
+    docs = read_documents(args.input)
+    texts = {d: doc.fullText for d, doc in docs.items()}
+    settings = TopicSettings(k=args.k[0], svd_dims=args.svd_dims, seed=args.seed)
+    if len(args.k) > 1:
+        from tabulate import tabulate
+
+        authors = {d: doc.authorIDs for d, doc in docs.items()}
+        rows = k_study(texts, args.k, settings, authors)
+        print(tabulate(rows, headers="keys", tablefmt="github", floatfmt=".4f"))
+        return 0
+    labels = derive_topics(texts, settings)
+    if args.out:
+        write_labels(labels, args.out)
+        print(f"wrote {args.out} (labels sha256 {labels.sha256[:16]}…)", file=sys.stderr)
+    if args.labelled_out:
+        import json
+
+        from harness.atomic import atomic_open
+
+        with atomic_open(args.labelled_out, "w", gz=str(args.labelled_out).endswith(".gz")) as f:
+            for d, doc in docs.items():
+                rec = {**doc.extra, "documentID": d, "authorIDs": list(doc.authorIDs), "fullText": doc.fullText,
+                       "genre": labels.labels[d], "corpus_genre": doc.genre}
+                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        print(f"wrote {args.labelled_out}: the input with genre = topic label", file=sys.stderr)
+    sizes: dict[str, int] = {}
+    for lab in labels.labels.values():
+        sizes[lab] = sizes.get(lab, 0) + 1
+    for lab in sorted(sizes):
+        print(f"{lab}  {sizes[lab]:>6}  {' '.join(labels.top_terms[lab])}")
     return 0
 
 
@@ -99,8 +184,8 @@ def cmd_run(args) -> int:
     job = RunJob(systems=args.systems, collection=args.collection, seeds=args.seeds, overrides=overrides,
                  run_name=args.name, depth=args.depth, overwrite=args.overwrite, runs_dir=args.runs_dir,
                  splits_dir=args.splits_dir, data_dir=args.data_dir, background=args.background,
-                 author_fraction=args.author_fraction, progress=not args.no_progress,
-                 collection_name=args.name_collection)
+                 author_fraction=args.author_fraction, progress=not args.no_progress, pool=args.pool,
+                 dissimilarity=_dissimilarity_arg(args), collection_name=args.name_collection)
     run_job(_registry(), job)
     return 0
 
@@ -189,8 +274,15 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS), help="split seeds (default: 0 1001 2001 3001)")
         sp.add_argument("--data-dir", help="data folder for the collection (else its environment variable)")
         sp.add_argument("--background", nargs="*", default=[], help="extra background JSONL files (with a path collection)")
-        sp.add_argument("--author-fraction", type=float, default=DEFAULT_AUTHOR_FRACTION,
-                        help=f"share of foreground authors sampled per seed (default {DEFAULT_AUTHOR_FRACTION})")
+        sp.add_argument("--author-fraction", type=float, default=None,
+                        help="share of foreground authors sampled per seed (default: the collection's, "
+                             f"else {DEFAULT_AUTHOR_FRACTION})")
+        sp.add_argument("--pool", choices=POOLS, default=None,
+                        help="candidate pool: paper (Appendix B: sampled authors' other-genre documents + background) "
+                             "or all (also the foreground authors not sampled); default: the collection's, else all")
+        sp.add_argument("--max-needle-cosine", type=float, default=None, metavar="T",
+                        help="dissimilarity rule: drop queries with a needle at word TF-IDF cosine >= T "
+                             "(1: no rule; default: the collection's)")
         sp.add_argument("--splits-dir", type=Path, default=None,
                         help="split manifests folder (default: the harness's committed splits/ for a registered "
                              "collection; <runs-dir>-splits/ beside the runs folder for a path collection)")
@@ -201,7 +293,31 @@ def build_parser() -> argparse.ArgumentParser:
     data_args(sp)
     sp.add_argument("--overwrite", action="store_true",
                     help="rebuild manifests even if they exist (results made on the old ones no longer match)")
+    sp.add_argument("--closeness", action="store_true",
+                    help="also print how close the haystack is to the queries (LSA nearest neighbours)")
     sp.set_defaults(fn=cmd_split)
+
+    sp = sub.add_parser("compare", help="paired significance test of two runs on one collection (pooled seeds)")
+    sp.add_argument("run_a", metavar="RUN_A", help="a run name under <runs-dir>/<collection>/")
+    sp.add_argument("run_b", metavar="RUN_B", help="the run to compare it with (same collection and seeds)")
+    sp.add_argument("--collection", required=True, help="the collection both runs were made on")
+    sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"),
+                    help="results folder (default: leaderboards/runs)")
+    sp.add_argument("--splits-dir", type=Path, default=Path("splits"),
+                    help="manifests, for the (seed, author) clusters (default: splits)")
+    sp.add_argument("--resamples", type=int, default=10000,
+                    help="randomization and bootstrap resamples (default 10000)")
+    sp.set_defaults(fn=cmd_compare)
+
+    sp = sub.add_parser("topics", help="derive per-document topic labels for a single-genre corpus (or compare k)")
+    sp.add_argument("--input", nargs="+", required=True, help="canonical JSONL(.gz) files")
+    sp.add_argument("--k", type=int, nargs="+", default=[20], help="topics; several values: print the k study")
+    sp.add_argument("--svd-dims", type=int, default=100, help="LSA dimensions before k-means (default 100)")
+    sp.add_argument("--seed", type=int, default=0, help="k-means random state (default 0)")
+    sp.add_argument("--out", type=Path, help="labels JSON (ids, labels, settings, fingerprint)")
+    sp.add_argument("--labelled-out", type=Path,
+                    help="the input rewritten with genre = topic label (keep it outside the repository)")
+    sp.set_defaults(fn=cmd_topics)
 
     sp = sub.add_parser("run", help="run systems on a collection's splits and write results")
     sp.add_argument("systems", nargs="+", metavar="SYSTEM", help="registered system names (`aa-harness systems`)")

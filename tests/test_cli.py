@@ -7,7 +7,8 @@ from harness.cli import main
 from tests.conftest import ROOT
 
 
-@pytest.mark.parametrize("command", ["systems", "collections", "split", "run", "rerank", "train", "curate", "leaderboard"])
+@pytest.mark.parametrize("command", ["systems", "collections", "split", "run", "rerank", "train", "curate", "leaderboard",
+                                     "compare", "topics"])
 def test_every_subcommand_has_help(command, capsys):
     with pytest.raises(SystemExit) as e:
         main([command, "--help"])
@@ -34,3 +35,21 @@ def test_run_and_leaderboard_from_the_cli(tmp_path, capsys):
     assert main(["leaderboard", "--runs-dir", str(runs), "--out", str(out), "--no-plots",
                  "--splits-dir", str(tmp_path / "s")]) == 0
     assert "| bm25 " in (out / "main.md").read_text()
+
+
+def test_compare_prints_the_paired_test_and_the_page_marks(tmp_path, capsys):
+    runs, splits, out = tmp_path / "runs", tmp_path / "s", tmp_path / "lb"
+    for system in ("bm25", "char-ngram"):
+        assert main(["run", system, "--runs-dir", str(runs), "--splits-dir", str(splits), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["compare", "char-ngram", "bm25", "--collection", "demo", "--runs-dir", str(runs),
+                 "--splits-dir", str(splits), "--resamples", "2000"]) == 0
+    text = capsys.readouterr().out
+    assert "(seed, author) clusters" in text and "success@8" in text and "95% interval" in text
+    assert "query authors" in text
+    from harness.reports.leaderboard import write_leaderboards
+
+    write_leaderboards(runs, out, plots=False)
+    page = (out / "collections" / "demo.md").read_text()
+    # on demo char-ngram beats bm25 by about 60 points: bm25 is marked as different from the best row
+    assert "| bm25 *" in page and "| char-ngram †" in page

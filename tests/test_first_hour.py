@@ -313,7 +313,13 @@ def _fake_runs(n: int) -> dict:
 
 
 def test_plots_have_distinct_styles_outside_legend_bands_and_a_cap(tmp_path):
-    from harness.reports.plots import DEFAULT_CAP, curve_band, plot_collection, plot_success_curves, split_series
+    from harness.reports.plots import (
+        DEFAULT_CAP,
+        curve_band,
+        plot_collection,
+        plot_success_curves,
+        split_series,
+    )
 
     runs = _fake_runs(14)
     main_names, rest = split_series(runs, "c")

@@ -8,6 +8,11 @@ def test_committed_tables_equal_regenerated(tmp_path):
         committed = (ROOT / "leaderboards" / name).read_text(encoding="utf-8")
         assert committed == (tmp_path / name).read_text(encoding="utf-8"), (
             f"leaderboards/{name} differs from what `aa-harness leaderboard` generates; rerun it and commit")
+    pages = sorted(p.name for p in (tmp_path / "collections").glob("*.md"))
+    assert pages == sorted(p.name for p in (ROOT / "leaderboards" / "collections").glob("*.md"))
+    for name in pages:
+        committed = (ROOT / "leaderboards" / "collections" / name).read_text(encoding="utf-8")
+        assert committed == (tmp_path / "collections" / name).read_text(encoding="utf-8"), f"collections/{name} is stale"
 
 
 def test_plots_are_written_for_each_collection(tmp_path):

@@ -389,10 +389,10 @@ def test_no_manifest_is_written_unless_every_seed_builds(tmp_path, monkeypatch):
     collection = load_collection("co", [_coauthored(tmp_path)])
     real = splits.build_split
 
-    def fails_on_seed_2(c, seed, fraction=0.5):
+    def fails_on_seed_2(c, seed, fraction=0.5, **settings):
         if seed == 2:
             raise DataError("seed 2 cannot be built")
-        return real(c, seed, fraction)
+        return real(c, seed, fraction, **settings)
 
     monkeypatch.setattr(splits, "build_split", fails_on_seed_2)
     with pytest.raises(DataError):

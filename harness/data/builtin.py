@@ -7,6 +7,8 @@
   $AA_HARNESS_HRS_DIR/<hrs1|hrs2>/foreground*.jsonl[.gz] and background*.jsonl[.gz].
 - hrs1-<label> / hrs2-<label>: HIATUS TA1 sample folders as shipped (harness.data.hiatus),
   registered when $AA_HARNESS_HRS_DIR holds them.
+- reddit-xsub / blogs-xtopic: HRS-like pools (harness.data.role_collections) from the public
+  corpora folder: cross-subreddit, and cross-topic with topic labels derived from the text.
 """
 from __future__ import annotations
 
@@ -21,10 +23,47 @@ from harness.specs import CollectionSpec
 
 HAYSTACK = ("blogs-background.jsonl.gz", "enron.jsonl.gz")
 
+# Split settings per collection, chosen from measurements (README, "Splits"); a caller's
+# --author-fraction / --pool overrides them.
+SPLIT_DEFAULTS: dict[str, dict] = {
+    "hrs": {"author_fraction": 0.5, "pool": "paper"},
+    "pan18-en": {"author_fraction": 1.0},
+    "reddit-xsub": {"author_fraction": 1.0, "pool": "paper", "dissimilarity": {"threshold": 0.075}},
+    "blogs-xtopic": {"author_fraction": 1.0, "pool": "paper", "dissimilarity": {"threshold": 0.05}},
+}
+# blogs-xtopic's topic labels (harness.data.topic_labels); the committed labels file is read
+# when it matches the corpus and these settings, so every machine splits on the same labels.
+BLOGS_TOPICS = dict(k=20)
+
 
 def pan_collection(name: str, data_dir=None):
+    from dataclasses import replace
+
     folder = corpora_dir(data_dir)
-    return load_collection(name, [corpus_file(folder, f"{name}.jsonl.gz")], [corpus_file(folder, f) for f in HAYSTACK])
+    collection = load_collection(name, [corpus_file(folder, f"{name}.jsonl.gz")], [corpus_file(folder, f) for f in HAYSTACK])
+    return replace(collection, split_defaults=SPLIT_DEFAULTS.get(name, {}))
+
+
+def reddit_xsub_collection(data_dir=None):
+    from harness.data.role_collections import role_collection
+
+    path = corpus_file(corpora_dir(data_dir), "reddit-xsub.jsonl.gz")
+    return role_collection("reddit-xsub", path, split_defaults=SPLIT_DEFAULTS["reddit-xsub"])
+
+
+def topic_labels_path(name: str) -> Path:
+    from harness.provenance import PROJECT_ROOT
+
+    return PROJECT_ROOT / "splits" / name / "topic-labels.json"
+
+
+def blogs_xtopic_collection(data_dir=None):
+    from harness.data.role_collections import role_collection
+    from harness.data.topic_labels import TopicSettings
+
+    path = corpus_file(corpora_dir(data_dir), "blogs-xtopic.jsonl.gz")
+    return role_collection("blogs-xtopic", path, topics=TopicSettings(**BLOGS_TOPICS),
+                           labels_path=topic_labels_path("blogs-xtopic"), split_defaults=SPLIT_DEFAULTS["blogs-xtopic"])
 
 
 def demo_location(data_dir=None) -> str:
@@ -58,7 +97,10 @@ def hrs_collection(release: str, data_dir=None):
     bg = sorted(p for p in folder.iterdir() if p.name.startswith("background") and ".jsonl" in p.name)
     if not fg:
         raise DataError(f"{folder}: no foreground*.jsonl[.gz] file")
-    return load_collection(release, fg, bg, explicit_foreground=True)
+    from dataclasses import replace
+
+    # The paper's procedure: half the foreground authors, the Appendix-B pool.
+    return replace(load_collection(release, fg, bg, explicit_foreground=True), split_defaults=SPLIT_DEFAULTS["hrs"])
 
 
 def ta1_collection_by_name(name: str, root: str, data_dir=None):
@@ -80,6 +122,12 @@ def register_collections(register):
         register(CollectionSpec(name, "harness.data.builtin:pan_collection",
                                 f"{name[:5].upper()} English cross-fandom + blogs-background + enron haystack",
                                 "public corpora folder", args=(name,), locate="harness.data.builtin:pan_location"))
+    register(CollectionSpec("reddit-xsub", "harness.data.builtin:reddit_xsub_collection",
+                            "cross-subreddit: 161 users in 2+ college subreddits; haystack of 4,659 one-document users "
+                            "and one-subreddit users", "public corpora folder", locate="harness.data.builtin:pan_location"))
+    register(CollectionSpec("blogs-xtopic", "harness.data.builtin:blogs_xtopic_collection",
+                            "cross-topic blogs: topic labels derived from the text (TF-IDF, LSA, k-means), "
+                            "needles lexically far from their query", "public corpora folder", locate="harness.data.builtin:pan_location"))
     for name in ("hrs1", "hrs2"):
         register(CollectionSpec(name, "harness.data.builtin:hrs_collection",
                                 f"HIATUS {name.upper()} foreground/background collection (restricted)",

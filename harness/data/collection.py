@@ -36,7 +36,8 @@ class Collection:
     """Documents by id (file order), plus the ids that may never be queries.
 
     `given_splits` is set for data that ships already split (HIATUS TA1 folders); the split
-    builder then returns those instead of sampling.
+    builder then returns those instead of sampling. `split_defaults` and `derivation`: see
+    harness.data.role_collections.
     """
 
     name: str
@@ -44,6 +45,11 @@ class Collection:
     background_ids: frozenset[str] = frozenset()
     sources: tuple[str, ...] = ()
     given_splits: Mapping[int, GivenSplit] | None = field(default=None, compare=False)
+    # Split settings this collection defaults to (author_fraction, pool, dissimilarity), used
+    # where the caller gives none; and what was derived to build it (topic labels), which the
+    # split builder copies into every manifest.
+    split_defaults: Mapping[str, object] = field(default_factory=dict, compare=False)
+    derivation: Mapping[str, object] = field(default_factory=dict, compare=False)
 
     def author_genres(self) -> dict[str, dict[str, list[str]]]:
         """author -> genre -> document ids, over non-background documents only."""

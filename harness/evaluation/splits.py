@@ -16,9 +16,19 @@ distractor). When co-authorship ties sampled authors together, a needle can itse
 claimed as a query, which may leave a query with no needle; such a query is set aside
 (neither query nor candidate), deterministically, and the split keeps the rest.
 
-Non-sampled foreground authors stay in the pool on purpose: they write in several genres
-just like the needles' authors, so they are the hardest distractors a system meets, and
-keeping them makes the pool nearly the same across seeds (only the query documents move).
+
+Non-sampled foreground authors stay in the pool on purpose (pool "all", the harness's
+original choice): they write in several genres just like the needles' authors, so they are the
+hardest distractors a system meets, and keeping them makes the pool nearly the same across
+seeds. Pool "paper" is Appendix B as written: the sampled authors' other-genre documents and
+every background document, nothing else; HRS-style collections default to it.
+
+A collection may also set a query-needle dissimilarity rule (harness.evaluation.dissimilarity):
+queries whose nearest needle is lexically too close are dropped after step 3, and the manifest
+records the rule and what it removed. Settings not given by the caller come from the
+collection's `split_defaults`, else the defaults below. A manifest built with the legacy
+settings (pool "all", no rule, no collection defaults) keeps the original builder record, so
+older manifests stay byte-identical.
 """
 from __future__ import annotations
 
@@ -35,6 +45,8 @@ from harness.errors import DataError, HarnessError
 
 SEEDS = (0, 1001, 2001, 3001)
 DEFAULT_AUTHOR_FRACTION = 0.5
+POOLS = ("all", "paper")
+DEFAULT_POOL = "all"
 BUILDER = "appendix-b"
 BUILDER_VERSION = 1
 
@@ -92,8 +104,42 @@ def _dump(obj: Any) -> str:
     return json.dumps(obj, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def build_split(collection: Collection, seed: int, author_fraction: float = DEFAULT_AUTHOR_FRACTION) -> Split:
-    """Sample a split from `collection` with seed `seed` (see the module docstring)."""
+@dataclass(frozen=True)
+class SplitSettings:
+    author_fraction: float
+    pool: str
+    dissimilarity: Any  # DissimilarityRule | None
+
+    @property
+    def legacy(self) -> bool:
+        return self.pool == DEFAULT_POOL and self.dissimilarity is None
+
+
+def split_settings(collection: Collection, author_fraction: float | None = None, pool: str | None = None,
+                   dissimilarity: Any = None) -> SplitSettings:
+    """The caller's settings, else the collection's `split_defaults`, else the harness defaults."""
+    from harness.evaluation.dissimilarity import DissimilarityRule
+
+    d = collection.split_defaults
+    fraction = author_fraction if author_fraction is not None else float(d.get("author_fraction", DEFAULT_AUTHOR_FRACTION))
+    pool = pool or str(d.get("pool", DEFAULT_POOL))
+    if pool not in POOLS:
+        raise HarnessError(f"unknown candidate pool {pool!r} (known: {', '.join(POOLS)})")
+    rule = dissimilarity if dissimilarity is not None else d.get("dissimilarity")
+    if isinstance(rule, Mapping):
+        rule = DissimilarityRule.from_dict(rule)
+    if rule is not None and rule is not False and rule.threshold >= 1:
+        rule = None  # a cosine threshold of 1 or more removes nothing: no rule
+    return SplitSettings(fraction, pool, rule or None)
+
+
+def build_split(collection: Collection, seed: int, author_fraction: float | None = None, *, pool: str | None = None,
+                dissimilarity: Any = None) -> Split:
+    """Sample a split from `collection` with seed `seed` (see the module docstring).
+
+    author_fraction, pool ("all" or "paper") and dissimilarity (a DissimilarityRule, or False
+    for none) default to the collection's split_defaults.
+    """
     if collection.given_splits is not None:
         if seed not in collection.given_splits:
             have = ", ".join(str(s) for s in sorted(collection.given_splits))
@@ -102,6 +148,8 @@ def build_split(collection: Collection, seed: int, author_fraction: float = DEFA
         return Split(collection=collection.name, seed=seed, queries=tuple(Query(*q) for q in given.queries),
                      candidates=given.candidates, needles=given.needles, builder=given.builder,
                      source_sha256=collection.fingerprint())
+    settings = split_settings(collection, author_fraction, pool, dissimilarity)
+    author_fraction = settings.author_fraction
     if not 0 < author_fraction <= 1:
         raise HarnessError(f"author fraction must be in (0, 1], got {author_fraction}")
     rng = random.Random(seed)
@@ -129,6 +177,10 @@ def build_split(collection: Collection, seed: int, author_fraction: float = DEFA
         d for d, doc in docs.items()
         if d not in query_ids and not (set(doc.authorIDs) & query_authors_by_genre.get(doc.genre, set()))
     )
+    pool_all = len(candidates)
+    if settings.pool == "paper":
+        keep = set(sampled)
+        candidates = [d for d in candidates if d in collection.background_ids or set(docs[d].authorIDs) & keep]
     by_author: dict[str, list[str]] = {}
     for c in candidates:
         for a in docs[c].authorIDs:
@@ -141,14 +193,37 @@ def build_split(collection: Collection, seed: int, author_fraction: float = DEFA
     if not needles:
         raise DataError(f"collection {collection.name!r} seed {seed}: no query has a needle "
                         "(a needle shares an author with its query and is in another genre)")
-    queries = tuple(Query(q, docs[q].authorIDs, query_genre[q]) for q in sorted(needles))
+    query_ids = set(needles)
+    builder: dict[str, Any] = {"name": BUILDER, "version": BUILDER_VERSION, "author_fraction": author_fraction}
+    if not settings.legacy or collection.split_defaults or collection.derivation:
+        builder["pool"] = settings.pool
+        sampled_set = set(sampled)
+        paper_size = sum(1 for d in candidates if d in collection.background_ids or set(docs[d].authorIDs) & sampled_set)
+        builder["pool_sizes"] = {"all": pool_all, "paper": paper_size}
+        if collection.derivation:
+            builder["derivation"] = dict(collection.derivation)
+    if settings.dissimilarity is not None:
+        from harness.evaluation.dissimilarity import max_needle_cosine
+
+        rule = settings.dissimilarity
+        closest = max_needle_cosine(collection, needles, rule)
+        kept = sorted(q for q in query_ids if closest[q] < rule.threshold)
+        builder["dissimilarity"] = {
+            **rule.as_dict(),
+            "queries_before": len(query_ids),
+            "query_authors_before": len({a for q in query_ids for a in docs[q].authorIDs}),
+            "queries_dropped": len(query_ids) - len(kept),
+        }
+        query_ids = set(kept)
+        needles = {q: needles[q] for q in kept}
+    queries = tuple(Query(q, docs[q].authorIDs, query_genre[q]) for q in sorted(query_ids))
     split = Split(
         collection=collection.name,
         seed=seed,
         queries=queries,
         candidates=tuple(candidates),
         needles=needles,
-        builder={"name": BUILDER, "version": BUILDER_VERSION, "author_fraction": author_fraction},
+        builder=builder,
         source_sha256=collection.fingerprint(),
     )
     check_split(split, collection)
@@ -247,8 +322,10 @@ def get_split(
     seed: int,
     splits_dir: Path,
     *,
-    author_fraction: float = DEFAULT_AUTHOR_FRACTION,
+    author_fraction: float | None = None,
     write: bool = True,
+    pool: str | None = None,
+    dissimilarity: Any = None,
 ) -> Split:
     """The committed manifest when there is one (checked against the data), else a fresh build.
 
@@ -267,13 +344,22 @@ def get_split(
                     f"{collection.name!r} changed on purpose, rebuild with `aa-harness split --overwrite` "
                     "(this replaces the old manifests, and results made on them no longer match)"
                 )
-            if split.builder.get("author_fraction") != author_fraction:
+            want = split_settings(collection, author_fraction, pool, dissimilarity)
+            if split.builder.get("author_fraction") != want.author_fraction:
                 raise DataError(
-                    f"{path}: built with author fraction {split.builder.get('author_fraction')}, asked for {author_fraction}"
+                    f"{path}: built with author fraction {split.builder.get('author_fraction')}, asked for {want.author_fraction}"
                 )
+            if split.builder.get("pool", DEFAULT_POOL) != want.pool:
+                raise DataError(f"{path}: built with candidate pool {split.builder.get('pool', DEFAULT_POOL)!r}, "
+                                f"asked for {want.pool!r}")
+            have_rule = split.builder.get("dissimilarity")
+            want_rule = want.dissimilarity.as_dict() if want.dissimilarity is not None else None
+            if (have_rule is None) != (want_rule is None) or (
+                    want_rule is not None and {k: have_rule.get(k) for k in want_rule} != want_rule):
+                raise DataError(f"{path}: built with dissimilarity rule {have_rule}, asked for {want_rule}")
         check_split(split, collection)
         return split
-    split = build_split(collection, seed, author_fraction)
+    split = build_split(collection, seed, author_fraction, pool=pool, dissimilarity=dissimilarity)
     if write:
         write_manifest(split, splits_dir)
     return split
@@ -284,10 +370,13 @@ def get_splits(
     seeds: Sequence[int],
     splits_dir: Path,
     *,
-    author_fraction: float = DEFAULT_AUTHOR_FRACTION,
+    author_fraction: float | None = None,
+    pool: str | None = None,
+    dissimilarity: Any = None,
 ) -> list[Split]:
     """get_split for each seed, writing no manifest unless every requested seed builds."""
-    splits = [get_split(collection, seed, splits_dir, author_fraction=author_fraction, write=False) for seed in seeds]
+    splits = [get_split(collection, seed, splits_dir, author_fraction=author_fraction, write=False, pool=pool,
+                        dissimilarity=dissimilarity) for seed in seeds]
     for split in splits:
         if not manifest_path(splits_dir, split.collection, split.seed).exists():
             write_manifest(split, splits_dir)
@@ -301,5 +390,15 @@ def counts_table(splits: Sequence[Split]) -> str:
     rows = []
     for s in sorted(splits, key=lambda s: (s.collection, s.seed)):
         c = s.content()["counts"]
-        rows.append([s.collection, s.seed, c["query_authors"], c["queries"], c["candidates"], c["needles"]])
-    return tabulate(rows, headers=["collection", "seed", "query authors", "queries", "candidates", "query-needle pairs"], tablefmt="github")
+        b = s.builder
+        sizes = b.get("pool_sizes")
+        rule = b.get("dissimilarity")
+        rows.append([s.collection, s.seed, c["query_authors"], c["queries"], c["candidates"], c["needles"],
+                     b.get("author_fraction", "—"), b.get("pool", DEFAULT_POOL) if b.get("name") == BUILDER else "given",
+                     f"{sizes['paper']} / {sizes['all']}" if sizes else "—",
+                     (f"needle cos < {rule['threshold']}: dropped {rule['queries_dropped']} of {rule['queries_before']} "
+                      f"queries, {rule['query_authors_before'] - c['query_authors']} of {rule['query_authors_before']} authors")
+                     if rule else "—"])
+    return tabulate(rows, headers=["collection", "seed", "query authors", "queries", "candidates", "query-needle pairs",
+                                   "author fraction", "pool", "pool size paper / all", "dissimilarity rule: dropped"],
+                    tablefmt="github", disable_numparse=True)

@@ -301,6 +301,9 @@ def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True, ben
              ("Reranking (Table 2 layout)", "rerank.md"), ("Figures the paper reports", "reported.md"),
              ("Throughput", "performance.md")]
     link_text = " ".join(f"{title}: [{page}]({page})." for title, page in links if page in pages)
+    if collections:
+        link_text += (" Per collection, with paired-significance marks: "
+                      + ", ".join(f"[{c}](collections/{c}.md)" for c in collections) + ".")
     splits_note = "Splits: `splits/`. " if project else ""
     main = (f"{head}# Leaderboard\n\nSuccess@8, Success@100 and MRR@20 in percent, mean ± sample sd over the "
             f"split seeds (0, 1001, 2001, 3001); `(n=…)` marks a run with fewer seeds. {splits_note}"
@@ -326,6 +329,12 @@ def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True, ben
                                  f"{footnotes(f for m in rerank_marks.values() for f in m)}")
     if "performance.md" in pages:
         contents["performance.md"] = performance_page(Path(bench_dir))
+    from harness.reports.collection_page import collection_page
+
+    manifests = Path(splits_dir) if splits_dir else PROJECT_ROOT / "splits"
+    for c in collections:
+        contents[f"collections/{c}.md"] = collection_page(c, runs, run_order(runs), manifests if manifests.is_dir() else None,
+                                                          head)
     if plots:
         from harness.reports.training import plot_losses
 

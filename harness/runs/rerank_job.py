@@ -14,7 +14,7 @@ from typing import Sequence
 
 from harness.config import build_config, config_dict
 from harness.errors import HarnessError
-from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, SEEDS, get_splits
+from harness.evaluation.splits import SEEDS, get_splits
 from harness.plugins import Registry
 from harness.runs.models import addressed_config
 from harness.runs.results import (
@@ -28,7 +28,6 @@ from harness.runs.results import (
     verify_result,
 )
 from harness.runs.run_job import (
-    DEFAULT_SPLITS_DIR,
     check_one_config,
     open_collection,
     splits_dir_for,
@@ -57,7 +56,7 @@ class RerankJob:
     runs_dir: Path = DEFAULT_RUNS_DIR
     splits_dir: Path | None = None  # None: see harness.runs.run_job.splits_dir_for
     data_dir: str | None = None
-    author_fraction: float = DEFAULT_AUTHOR_FRACTION
+    author_fraction: float | None = None  # None: the collection's default
     collection_name: str | None = None
 
 

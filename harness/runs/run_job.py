@@ -9,7 +9,7 @@ from typing import Sequence
 from harness.config import build_config, config_dict
 from harness.data.collection import Collection, load_collection
 from harness.errors import HarnessError
-from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, SEEDS, get_splits
+from harness.evaluation.splits import SEEDS, get_splits
 from harness.plugins import Registry
 from harness.provenance import PROJECT_ROOT
 from harness.runs.models import addressed_config
@@ -90,9 +90,11 @@ class RunJob:
     splits_dir: Path | None = None  # None: see splits_dir_for
     data_dir: str | None = None
     background: Sequence[str] = ()
-    author_fraction: float = DEFAULT_AUTHOR_FRACTION
+    author_fraction: float | None = None  # None: the collection's default (else DEFAULT_AUTHOR_FRACTION)
     progress: bool = True
     collection_name: str | None = None  # names a path collection (--name-collection)
+    pool: str | None = None
+    dissimilarity: object = None
 
 
 def unique_seeds(seeds: Sequence[int]) -> list[int]:
@@ -147,7 +149,8 @@ def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
         check_one_config(Path(job.runs_dir) / collection.name / name, spec.name, addressed[spec.name][0],
                          unique_seeds(job.seeds), job.overwrite)
     splits_dir = splits_dir_for(registry, job.collection, job.runs_dir, job.splits_dir)
-    splits = get_splits(collection, unique_seeds(job.seeds), splits_dir, author_fraction=job.author_fraction)
+    splits = get_splits(collection, unique_seeds(job.seeds), splits_dir, author_fraction=job.author_fraction,
+                        pool=job.pool, dissimilarity=job.dissimilarity)
     outcomes = []
     for spec in specs:
         cfg = configs[spec.name]

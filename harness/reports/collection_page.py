@@ -1,0 +1,91 @@
+"""One page per collection: every run with its paired-significance marks, the power estimate, and
+how close the haystack is under SBERT.
+
+Marks (Success@8, paired randomization test over (seed, query author) clusters, queries
+pooled over the shared seeds, p < 0.05): `*` differs from the best row (the highest pooled
+Success@8), `†` differs from BM25. The 95% intervals are cluster-bootstrap intervals of the
+difference in points.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from harness.evaluation.metrics import HEADLINE, mean_sd
+from harness.reports.significance import ALPHA, compare_results, needed_authors
+
+BASELINE = "bm25"
+
+
+def _pooled(res: list[dict], metric: str) -> float:
+    n = sum(r["n_queries"] for r in res)
+    return sum(r["metrics"][metric] * r["n_queries"] for r in res) / n
+
+
+def _cell(values):
+    mean, sd = mean_sd(values)
+    return f"{100 * mean:.1f}" + ("" if math.isnan(sd) else f" ± {100 * sd:.1f}")
+
+
+def _diff(r) -> str:
+    p = "p<0.001" if r.p_value < 0.001 else f"p={r.p_value:.3f}"
+    return f"{100 * r.diff:+.1f} [{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}] {p}"
+
+
+def sbert_closeness(res: list[dict]) -> str:
+    """1 - Success@1 of the sbert run (its nearest candidate is haystack) and the median first-needle rank."""
+    nearest_haystack = 1 - _weighted([r["success_curve"][0] for r in res], res)
+    ranks = [math.inf if v is None else v for r in res for v in r["first_needle_rank"].values()]
+    med = float(np.median(ranks))
+    return (f"Haystack closeness under all-mpnet-base-v2 (from the `sbert` run): for {100 * nearest_haystack:.1f}% of "
+            f"the queries the nearest candidate is a haystack document; the median rank of the first needle is "
+            f"{'beyond 100' if math.isinf(med) else f'{med:.0f}'}.")
+
+
+def _weighted(values, res):
+    n = sum(r["n_queries"] for r in res)
+    return sum(v * r["n_queries"] for v, r in zip(values, res)) / n
+
+
+def collection_page(collection: str, runs: dict, names: list[str], splits_dir: Path | None, header: str) -> str:
+    from tabulate import tabulate
+
+    names = [n for n in names if (collection, n) in runs]
+    pooled = {n: _pooled(runs[(collection, n)], "success@8") for n in names}
+    best = max(names, key=lambda n: (pooled[n], n))
+    base = BASELINE if BASELINE in names else None
+    rows = []
+    for n in names:
+        res = runs[(collection, n)]
+        marks = ""
+        vs_best = vs_base = ""
+        if n != best:
+            c = compare_results(res, runs[(collection, best)], splits_dir)["success@8"]
+            vs_best = _diff(c)
+            marks += "*" if c.p_value < ALPHA else ""
+        if base and n != base:
+            c = compare_results(res, runs[(collection, base)], splits_dir)["success@8"]
+            vs_base = _diff(c)
+            marks += "†" if c.p_value < ALPHA else ""
+        rows.append([f"{n} {marks}".strip(), " ".join(str(r["seed"]) for r in res),
+                     *[_cell([r["metrics"][m] for r in res]) for m in HEADLINE], f"{100 * pooled[n]:.1f}",
+                     vs_best or "(best)", vs_base or ("(baseline)" if n == base else "")])
+    table = tabulate(rows, headers=["run", "seeds", "S@8", "S@100", "MRR@20", "S@8 pooled", f"S@8 vs best ({best})",
+                                    f"S@8 vs {BASELINE}"], tablefmt="github", disable_numparse=True)
+    notes = []
+    if "bm25" in names and "char-ngram" in names:
+        a, b = runs[(collection, "char-ngram")], runs[(collection, "bm25")]
+        need, sd, per_seed = needed_authors(a, b, splits_dir)
+        notes.append(f"Power: the per-author sd of the Success@8 difference char-ngram − bm25 is {sd:.3f}; detecting a "
+                     f"5-point gap with that spread (alpha 0.05, power 0.8) needs about {need} independent query "
+                     f"authors; a seed here has about {per_seed}.")
+    if "sbert" in names:
+        notes.append(sbert_closeness(runs[(collection, "sbert")]))
+    return (f"{header}# {collection}: runs and paired significance\n\n"
+            "Mean ± sd over seeds, in percent; `S@8 pooled` is over all queries of all seeds. Differences: Success@8 "
+            "points, this row minus the other, with the cluster-bootstrap 95% interval and the paired randomization "
+            "p-value (queries paired by seed and id, resampled by (seed, query author), 10,000 resamples). Marks: "
+            f"`*` differs from the best row, `†` from {BASELINE} (p < {ALPHA}).\n\n{table}\n\n"
+            + "".join(f"{n}\n\n" for n in notes))
