@@ -1,0 +1,153 @@
+"""Character n-gram TF-IDF whose expensive part, reading the texts, is done once per text.
+
+scikit-learn's TfidfVectorizer, fitted on a candidate pool, spends nearly all its time in
+Python, cutting every text into n-grams and counting them. The four split seeds' pools of a
+collection are nearly the same documents, so `NgramCounts` counts each distinct text once
+(a global n-gram vocabulary grows as texts arrive) and `PoolTfidf` builds each pool's
+TF-IDF matrix from the cached counts with array operations only.
+
+The result is the fitted TfidfVectorizer's, bit for bit: the pool's vocabulary is numbered
+in first-seen order as scikit-learn numbers it, pruned by min_df / max_features and sorted
+by term with the same array operations, and the idf, sublinear tf and L2 normalisation are
+scikit-learn's own TfidfTransformer. tests/test_char_ngram.py compares the matrices exactly,
+so idf stays fitted on each pool and the rankings stay the per-seed rankings.
+"""
+from __future__ import annotations
+
+from numbers import Integral
+from typing import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+
+class NgramCounts:
+    """n-gram counts of every text seen, under one growing vocabulary (global ids)."""
+
+    def __init__(self, analyzer):
+        """analyzer: text -> iterable of n-grams (TfidfVectorizer.build_analyzer())."""
+        self.analyze = analyzer
+        self.vocabulary: dict[str, int] = {}
+        self.terms: list[str] = []
+        self._rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def row(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """(global ids in the order the text first uses them, counts) of one text, counted once."""
+        cached = self._rows.get(text)
+        if cached is not None:
+            return cached
+        vocab, terms = self.vocabulary, self.terms
+        counter: dict[int, int] = {}
+        for feature in self.analyze(text):
+            idx = vocab.get(feature)
+            if idx is None:
+                idx = vocab[feature] = len(terms)
+                terms.append(feature)
+            counter[idx] = counter.get(idx, 0) + 1
+        out = (np.fromiter(counter.keys(), dtype=np.int64, count=len(counter)),
+               np.fromiter(counter.values(), dtype=np.int64, count=len(counter)))
+        self._rows[text] = out
+        return out
+
+    def stacked(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(global ids, counts, indptr) of the texts' rows laid end to end."""
+        rows = [self.row(t) for t in texts]
+        indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum([len(r[0]) for r in rows], out=indptr[1:])
+        if not rows:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), indptr
+        return np.concatenate([r[0] for r in rows]), np.concatenate([r[1] for r in rows]), indptr
+
+
+def _csr(data, indices, indptr, n_cols: int, dtype) -> sp.csr_array:
+    index_dtype = np.int32 if indptr[-1] <= np.iinfo(np.int32).max else np.int64
+    x = sp.csr_array((data.astype(np.intc), indices.astype(index_dtype), indptr.astype(index_dtype)),
+                     shape=(len(indptr) - 1, n_cols), dtype=dtype)
+    x.sort_indices()
+    return x
+
+
+class PoolTfidf:
+    """A TfidfVectorizer fitted on one pool, built from cached counts.
+
+    `matrix` is fit_transform(pool texts); `transform(texts)` is the vectorizer's transform.
+    """
+
+    def __init__(self, counts: NgramCounts, pool: Sequence[str], *, min_df=1, max_df=1.0, max_features=None,
+                 sublinear_tf: bool = False, dtype=np.float64):
+        from sklearn.feature_extraction.text import TfidfTransformer
+
+        self.counts = counts
+        self.dtype = dtype
+        ids, values, indptr = counts.stacked(pool)
+        if len(ids) == 0:
+            raise ValueError("empty vocabulary; perhaps the documents only contain stop words")
+        # the pool's own numbering: terms in the order the pool first uses them (CountVectorizer's)
+        uniq, first = np.unique(ids, return_index=True)
+        by_first = uniq[np.argsort(first, kind="stable")]
+        local = np.full(len(counts.terms), -1, dtype=np.int64)
+        local[by_first] = np.arange(len(by_first))
+        x = _csr(values, local[ids], indptr, len(by_first), dtype)
+        n_doc = x.shape[0]
+        high = max_df if isinstance(max_df, Integral) else max_df * n_doc
+        low = min_df if isinstance(min_df, Integral) else min_df * n_doc
+        if high < low:
+            raise ValueError("max_df corresponds to < documents than min_df")
+        terms = by_first  # global id of each column of x
+        if max_features is not None:
+            x, terms = self._sort(x, terms)
+        x, terms = self._limit(x, terms, high, low, max_features)
+        if max_features is None:
+            x, terms = self._sort(x, terms)
+        self.matrix_counts = x
+        self.column = np.full(len(counts.terms), -1, dtype=np.int64)  # global id -> column (-1: not kept)
+        self.column[terms] = np.arange(len(terms))
+        self.n_features = len(terms)
+        self.tfidf = TfidfTransformer(norm="l2", use_idf=True, smooth_idf=True, sublinear_tf=sublinear_tf)
+        self.tfidf.fit(x)
+        self.matrix = self.tfidf.transform(x, copy=False)
+
+    def _sort(self, x, terms):
+        """CountVectorizer._sort_features: columns renumbered in term order (rows not re-sorted)."""
+        strings = self.counts.terms
+        order = sorted(range(len(terms)), key=lambda j: strings[terms[j]])
+        map_index = np.empty(len(terms), dtype=x.indices.dtype)
+        map_index[order] = np.arange(len(terms), dtype=x.indices.dtype)
+        x.indices = map_index.take(x.indices, mode="clip")
+        return x, terms[order]
+
+    @staticmethod
+    def _limit(x, terms, high, low, limit):
+        """CountVectorizer._limit_features: drop columns outside [low, high] documents, keep the `limit` most frequent."""
+        dfs = np.bincount(x.indices, minlength=x.shape[1])  # sklearn's _document_frequency of a CSR matrix
+        mask = np.ones(len(dfs), dtype=bool)
+        if high is not None:
+            mask &= dfs <= high
+        if low is not None:
+            mask &= dfs >= low
+        if limit is not None and mask.sum() > limit:
+            tfs = np.asarray(x.sum(axis=0)).ravel()
+            mask_inds = (-tfs[mask]).argsort()[:limit]
+            new_mask = np.zeros(len(dfs), dtype=bool)
+            new_mask[np.where(mask)[0][mask_inds]] = True
+            mask = new_mask
+        kept = np.where(mask)[0]
+        if len(kept) == 0:
+            raise ValueError("After pruning, no terms remain. Try a lower min_df or a higher max_df.")
+        return x[:, kept], terms[kept]
+
+    def transform(self, texts: Sequence[str]):
+        """TfidfVectorizer.transform: counts of the pool's vocabulary only, then the pool's idf."""
+        ids, values, indptr = self.counts.stacked(texts)
+        known = ids < len(self.column)  # terms first seen after this pool was fitted are not in it
+        cols = np.where(known, self.column[np.where(known, ids, 0)], -1)
+        keep = cols >= 0
+        row_of = np.repeat(np.arange(len(texts)), np.diff(indptr))
+        kept_per_row = np.bincount(row_of[keep], minlength=len(texts))
+        new_ptr = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum(kept_per_row, out=new_ptr[1:])
+        x = _csr(values[keep], cols[keep], new_ptr, self.n_features, self.dtype)
+        return self.tfidf.transform(x, copy=False)
