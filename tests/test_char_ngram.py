@@ -50,3 +50,27 @@ def test_rankings_equal_per_seed_fit():
         want = top_k((vec.transform([q.fullText for q in queries]) @ c.T).toarray(), [d.documentID for d in cands], 100)
         got = system.rank(queries, cands, 100)
         assert [got[q.documentID] for q in queries] == want
+
+
+@pytest.mark.parametrize("overrides", [{}, {"ngram_min": 2, "ngram_max": 5, "lowercase": True}])
+def test_fast_char_analyzer_equals_sklearn(overrides):
+    from plugins.char_ngram.tfidf import char_analyzer
+
+    vec = CharNgramSystem(CharNgramConfig(**overrides)).vectorizer()
+    fast, ref = char_analyzer(vec), vec.build_analyzer()
+    for text in [d.fullText for d in demo_documents()[:50]] + ["", "a", "ab", "  x\n\n\ty  \u00c9t\u00e9  "]:
+        assert fast(text) == ref(text)
+
+
+def test_scores_are_the_per_seed_fit_scores_bit_for_bit():
+    from harness.evaluation.ranking import top_k  # noqa: F401
+
+    docs = demo_documents()[:240]
+    system = CharNgramSystem(CharNgramConfig())
+    queries, cands = docs[:40], docs[40:]
+    vec = system.vectorizer()
+    c = vec.fit_transform([d.fullText for d in cands])
+    want = (vec.transform([q.fullText for q in queries]) @ c.T).toarray()
+    pool = system.fit_pool([d.fullText for d in cands])
+    got = (pool.matrix.tocsr().sorted_indices() @ pool.transform([q.fullText for q in queries]).T).T.toarray()
+    assert np.array_equal(got, want)

@@ -93,13 +93,14 @@ def test_lora_dropout_trains_one_mask_per_target():
     assert lora and all(p.grad is not None and torch.isfinite(p.grad).all() for p in lora)
 
 
-def test_bench_train_runs_on_cpu():
+def test_bench_train_runs_on_cpu(tmp_path):
     from harness.neural.fast.bench.archs import build_model
     from harness.neural.fast.bench.train import bench_train_reranker, bench_train_retriever
 
     dev = torch.device("cpu")
     model = build_model("tiny-qwen3", dev, torch.float32)
-    r = bench_train_retriever(model, _rows(16, 5, 20, seed=9), dev, authors=4, steps=1, warmup=1, log=lambda *_: None)
+    r = r_ret = bench_train_retriever(model, _rows(16, 5, 20, seed=9), dev, authors=4, steps=1, warmup=1,
+                                      log=lambda *_: None)
     assert r["first_step"]["gradients"]["rel_error"] < 1e-5 and r["speedup"] > 0
     assert set(r["projection"]["harness"]["hours"]) == {"1", "4", "8"}
     model = build_model("tiny-mistral", dev, torch.float32)
@@ -107,3 +108,12 @@ def test_bench_train_runs_on_cpu():
     r = bench_train_reranker(model, groups, dev, steps=1, warmup=1, log=lambda *_: None)
     assert r["first_step"]["gradients"]["rel_error"] < 1e-5
     assert r["token_ratio"] == pytest.approx(13 * 16 / (8 + 13 * 8), rel=1e-3)
+    from harness.neural.fast.bench.results import write_result
+    from harness.reports.performance import performance_page
+
+    facts = {"device_name": "Test Card"}
+    write_result("train-retriever", "tiny-qwen3", facts, {"arch": "tiny-qwen3"}, r_ret, tmp_path / "a.json")
+    write_result("train-reranker", "tiny-mistral", facts, {"arch": "tiny-mistral"}, r, tmp_path / "b.json")
+    page = performance_page(tmp_path)
+    assert "| retriever, tiny-qwen3 | naive (padded, ckpt)" in page and "reranker, tiny-mistral" in page
+    assert "Retriever training step" in page and "Reranker training step" in page

@@ -28,21 +28,24 @@ class CharNgramSystem:
 
     def fit_pool(self, texts: Sequence[str]):
         """The pool's TfidfVectorizer, bit for bit, from the cached counts."""
-        from plugins.char_ngram.tfidf import NgramCounts, PoolTfidf
+        from plugins.char_ngram.tfidf import NgramCounts, PoolTfidf, char_analyzer
 
         if self._counts is None:
-            self._counts = NgramCounts(self.vectorizer().build_analyzer())
+            self._counts = NgramCounts(char_analyzer(self.vectorizer()))
         c = self.config
         return PoolTfidf(self._counts, texts, min_df=c.min_df, max_features=c.max_features,
                          sublinear_tf=c.sublinear_tf, dtype=np.float32)
 
     def rank(self, queries: Sequence[Document], candidates: Sequence[Document], k: int):
         pool = self.fit_pool([d.fullText for d in candidates])
-        cand = pool.matrix.tocsr()
+        # candidates x queries, each row's terms in column order: every score sums the same products
+        # in the same order as queries x candidates^T did (column order of the query row), so the
+        # scores are the same bits, without transposing the large candidate matrix
+        cand = pool.matrix.tocsr().sorted_indices()
         ids = [d.documentID for d in candidates]
         out = {}
         for start in range(0, len(queries), 256):
             block = queries[start:start + 256]
-            scores = (pool.transform([q.fullText for q in block]) @ cand.T).toarray()
+            scores = (cand @ pool.transform([q.fullText for q in block]).T).T.toarray()
             out.update({q.documentID: r for q, r in zip(block, top_k(scores, ids, k))})
         return out

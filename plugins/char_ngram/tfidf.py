@@ -21,33 +21,62 @@ import numpy as np
 import scipy.sparse as sp
 
 
+def char_analyzer(vectorizer):
+    """The vectorizer's analyzer; for analyzer="char" an equivalent one whose n-gram loop runs in C
+    (map over slices) rather than Python: the same n-grams in the same order (n, then position)."""
+    analyze = vectorizer.build_analyzer()
+    if vectorizer.analyzer != "char":
+        return analyze
+    preprocess = vectorizer.build_preprocessor()
+    white = vectorizer._white_spaces
+    lo, hi = vectorizer.ngram_range
+
+    def fast(doc: str) -> list[str]:
+        text = white.sub(" ", preprocess(vectorizer.decode(doc)))
+        size = len(text)
+        grams: list[str] = []
+        for n in range(lo, min(hi + 1, size + 1)):
+            if n == 1:
+                grams.extend(text)
+            else:
+                grams.extend(map(text.__getitem__, map(slice, range(0, size - n + 1), range(n, size + 1))))
+        return grams
+
+    return fast
+
+
 class NgramCounts:
-    """n-gram counts of every text seen, under one growing vocabulary (global ids)."""
+    """n-gram counts of every text seen, under one growing vocabulary (global ids), and the
+    vocabulary's order by term (kept up to date by merging in new terms)."""
 
     def __init__(self, analyzer):
-        """analyzer: text -> iterable of n-grams (TfidfVectorizer.build_analyzer())."""
+        """analyzer: text -> list of n-grams (TfidfVectorizer.build_analyzer(), or char_analyzer)."""
+        from collections import defaultdict
+
         self.analyze = analyzer
-        self.vocabulary: dict[str, int] = {}
-        self.terms: list[str] = []
+        self.vocabulary: dict[str, int] = defaultdict()
+        self.vocabulary.default_factory = self.vocabulary.__len__  # a new term gets the next id
         self._rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._sorted_ids = np.zeros(0, dtype=np.int64)  # global ids in term order
+        self._sorted_terms: list[str] = []
+        self._rank = np.zeros(0, dtype=np.int64)  # global id -> position in term order
 
     def __len__(self) -> int:
         return len(self._rows)
 
+    @property
+    def size(self) -> int:
+        return len(self.vocabulary)
+
     def row(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """(global ids in the order the text first uses them, counts) of one text, counted once."""
+        from collections import Counter
+
         cached = self._rows.get(text)
         if cached is not None:
             return cached
-        vocab, terms = self.vocabulary, self.terms
-        counter: dict[int, int] = {}
-        for feature in self.analyze(text):
-            idx = vocab.get(feature)
-            if idx is None:
-                idx = vocab[feature] = len(terms)
-                terms.append(feature)
-            counter[idx] = counter.get(idx, 0) + 1
-        out = (np.fromiter(counter.keys(), dtype=np.int64, count=len(counter)),
+        counter = Counter(self.analyze(text))  # keys in first-use order, as CountVectorizer numbers them
+        out = (np.fromiter(map(self.vocabulary.__getitem__, counter), dtype=np.int64, count=len(counter)),
                np.fromiter(counter.values(), dtype=np.int64, count=len(counter)))
         self._rows[text] = out
         return out
@@ -60,6 +89,31 @@ class NgramCounts:
         if not rows:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), indptr
         return np.concatenate([r[0] for r in rows]), np.concatenate([r[1] for r in rows]), indptr
+
+    def term_rank(self) -> np.ndarray:
+        """Position of each global id in the vocabulary sorted by term (Python string order, as
+        CountVectorizer sorts); terms added since the last call are sorted alone and merged in."""
+        known = len(self._rank)
+        if known < self.size:
+            from bisect import bisect_left
+
+            terms = list(self.vocabulary)  # insertion order = id order
+            new = sorted(range(known, self.size), key=terms.__getitem__)
+            old_terms = self._sorted_terms
+            where = np.fromiter((bisect_left(old_terms, terms[i]) for i in new), dtype=np.int64, count=len(new))
+            self._sorted_ids = np.insert(self._sorted_ids, where, np.asarray(new, dtype=np.int64))
+            self._sorted_terms = [terms[i] for i in self._sorted_ids]
+            self._rank = np.empty(self.size, dtype=np.int64)
+            self._rank[self._sorted_ids] = np.arange(self.size)
+        return self._rank
+
+
+def _first_seen(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(local id of each entry, global id of each local id): ids numbered in order of first appearance."""
+    import pandas as pd
+
+    codes, uniques = pd.factorize(ids, sort=False)
+    return codes.astype(np.int64), np.asarray(uniques, dtype=np.int64)
 
 
 def _csr(data, indices, indptr, n_cols: int, dtype) -> sp.csr_array:
@@ -86,11 +140,8 @@ class PoolTfidf:
         if len(ids) == 0:
             raise ValueError("empty vocabulary; perhaps the documents only contain stop words")
         # the pool's own numbering: terms in the order the pool first uses them (CountVectorizer's)
-        uniq, first = np.unique(ids, return_index=True)
-        by_first = uniq[np.argsort(first, kind="stable")]
-        local = np.full(len(counts.terms), -1, dtype=np.int64)
-        local[by_first] = np.arange(len(by_first))
-        x = _csr(values, local[ids], indptr, len(by_first), dtype)
+        local, by_first = _first_seen(ids)
+        x = _csr(values, local, indptr, len(by_first), dtype)
         n_doc = x.shape[0]
         high = max_df if isinstance(max_df, Integral) else max_df * n_doc
         low = min_df if isinstance(min_df, Integral) else min_df * n_doc
@@ -103,7 +154,7 @@ class PoolTfidf:
         if max_features is None:
             x, terms = self._sort(x, terms)
         self.matrix_counts = x
-        self.column = np.full(len(counts.terms), -1, dtype=np.int64)  # global id -> column (-1: not kept)
+        self.column = np.full(counts.size, -1, dtype=np.int64)  # global id -> column (-1: not kept)
         self.column[terms] = np.arange(len(terms))
         self.n_features = len(terms)
         self.tfidf = TfidfTransformer(norm="l2", use_idf=True, smooth_idf=True, sublinear_tf=sublinear_tf)
@@ -112,8 +163,7 @@ class PoolTfidf:
 
     def _sort(self, x, terms):
         """CountVectorizer._sort_features: columns renumbered in term order (rows not re-sorted)."""
-        strings = self.counts.terms
-        order = sorted(range(len(terms)), key=lambda j: strings[terms[j]])
+        order = np.argsort(self.counts.term_rank()[terms], kind="stable")
         map_index = np.empty(len(terms), dtype=x.indices.dtype)
         map_index[order] = np.arange(len(terms), dtype=x.indices.dtype)
         x.indices = map_index.take(x.indices, mode="clip")

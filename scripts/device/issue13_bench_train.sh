@@ -4,7 +4,8 @@
 # the Mistral-Nemo-12B shape), with the paper-scale epoch projection each prints, then
 # hard-negative batching (Algorithm 1) at 100K and 400K documents. Random weights, nothing
 # downloaded. About 6-8 minutes; each bench has its own time limit so one stuck shape cannot
-# eat the others'. A bench that fails compiled is run once more with --no-compile.
+# eat the others'. A bench that fails compiled (not one that runs out of time) is run once
+# more with --no-compile.
 # Results: benchmarks/results/train-*.json and batching-*.json, copied with the log into $OUT.
 # Knobs: STEPS / WARMUP (timed / untimed steps a path, default 3 / 2), WITH_12B_RETRIEVER=1 adds
 # the retriever at the 12B shape (about 1.5 more minutes), SKIP_BATCHING=1.
@@ -17,7 +18,9 @@ python -c "import torch, transformers, peft; print('torch', torch.__version__, '
 quiet() { grep -v "Warning\|warn(\|warnings.warn" | tee -a "$OUT/log"; }
 bench() {  # LIMIT_SECONDS ARGS...: compiled, and if that fails uncompiled
   local limit=$1; shift
-  timeout "$limit" python -m harness bench "$@" 2>&1 | quiet && return 0
+  timeout "$limit" python -m harness bench "$@" 2>&1 | quiet; local rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 0 ] && return 0
+  [ "$rc" -eq 124 ] && { echo "== out of time ($limit s): $*" | tee -a "$OUT/log"; return 1; }
   echo "== retrying uncompiled: $*" | tee -a "$OUT/log"
   timeout "$limit" python -m harness bench "$@" --no-compile 2>&1 | quiet
 }

@@ -264,7 +264,8 @@ def bench_train_retriever(model, rows: Sequence[Sequence[int]], device, *, autho
                                   tokens_per_s=ours["tokens_per_s"])}
     log(f"one epoch of the paper's retriever data ({proj['harness']['basis']}): harness "
         + ", ".join(f"{g} GPU {h} h" for g, h in proj["harness"]["hours"].items())
-        + "; naive " + ", ".join(f"{g} GPU {h} h" for g, h in proj["naive"]["hours"].items()))
+        + "; naive " + ", ".join(f"{g} GPU {h} h" for g, h in proj["naive"]["hours"].items())
+        + f"; the paper: {PAPER['retriever_12b_hours_4xA6000']} h on 4 RTX A6000 (12B)")
     return {"naive": naive, "harness": ours, "speedup": speedup, "first_step": check, "authors": authors,
             "projection": proj, "paper": PAPER}
 
@@ -324,6 +325,7 @@ def bench_train_reranker(model, groups, device, *, steps: int = 3, warmup: int =
     proj = {path: projection("reranker", fig["pairs_per_s"] / pairs) for path, fig in (("naive", naive), ("harness", ours))}
     log(f"one epoch of the paper's reranker data ({proj['harness']['basis']}): harness "
         + ", ".join(f"{g} GPU {h} h" for g, h in proj["harness"]["hours"].items())
-        + "; naive " + ", ".join(f"{g} GPU {h} h" for g, h in proj["naive"]["hours"].items()))
+        + "; naive " + ", ".join(f"{g} GPU {h} h" for g, h in proj["naive"]["hours"].items())
+        + f"; the paper: {PAPER['reranker_hours_4xA6000']} h on 4 RTX A6000")
     return {"naive": naive, "harness": ours, "speedup": speedup, "first_step": check, "candidates": pairs,
             "token_ratio": round(concat_tokens / shared_tokens, 3), "projection": proj, "paper": PAPER}
