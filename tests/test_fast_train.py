@@ -117,3 +117,31 @@ def test_bench_train_runs_on_cpu(tmp_path):
     page = performance_page(tmp_path)
     assert "| retriever, tiny-qwen3 | naive (padded, ckpt)" in page and "reranker, tiny-mistral" in page
     assert "Retriever training step" in page and "Reranker training step" in page
+
+
+@pytest.mark.slow
+def test_compiled_layers_match_and_compile_once_for_all_layers():
+    """torch.compile (inductor on the CPU here, as on the GPU) computes the same step, and the layers
+    share their compiled graphs: no recompilation per layer or length (the LoRA tensors are plain inputs)."""
+    from torch._dynamo.utils import counters
+
+    from harness.neural.fast.bench.train import first_step_check, naive_retriever_loss
+    from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss
+
+    torch._dynamo.reset()
+    counters.clear()
+    peft = _peft("tiny-qwen3", seed=4)
+    proj = torch.nn.Linear(64, 32)
+    rows = _rows(8, 3, 40, seed=11)
+    dec = LoraFusedDecoder(peft, compile=True, checkpoint=True)
+    check = first_step_check(peft, lambda: naive_retriever_loss(peft, proj, rows[:4], rows[4:], torch.device("cpu"), tau=0.05),
+                             lambda: retriever_loss(dec, proj, rows[:4], rows[4:], torch.device("cpu"), tau=0.05),
+                             extra=list(proj.parameters()))
+    assert check["loss_rel_error"] < 1e-5 and check["gradients"]["rel_error"] < 1e-4
+    peft.train()
+    for seed in (12, 13):  # other lengths, dropout on
+        more = _rows(8, 3, 40, seed=seed)
+        retriever_loss(dec, proj, more[:4], more[4:], torch.device("cpu"), tau=0.05).backward()
+    # per function: eval / train x layer 0 (input from the frozen embedding, no grad) / later layers:
+    # at most 4 graphs for each of pre and post and 2 for the final norm, whatever the depth or lengths
+    assert counters["stats"]["unique_graphs"] <= 10, dict(counters["stats"])

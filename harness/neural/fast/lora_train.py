@@ -18,7 +18,7 @@ Tests compare the loss and every LoRA gradient with PEFT's forward in fp32.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -28,13 +28,13 @@ from harness.neural.fast.fused_decoder import FusedDecoder, Packed, _fuse, _rms,
 _ADAPTER = "default"
 
 
-@dataclass
-class _Lora:
-    """The LoRA of one fused product: As [r_i, in] and Bs [out_i, r_i] per target, scaling per target."""
+class _Lora(NamedTuple):
+    """The LoRA of one fused product: As [r_i, in] and Bs [out_i, r_i] per target, scaling per target.
+    A tuple of tuples, so torch.compile reads it as plain inputs (no per-layer guards)."""
 
-    a: list[torch.Tensor]
-    b: list[torch.Tensor]
-    scaling: list[float]
+    a: tuple[torch.Tensor, ...]
+    b: tuple[torch.Tensor, ...]
+    scaling: tuple[float, ...]
     dropout: float
 
 
@@ -48,7 +48,7 @@ def _lora_of(modules) -> _Lora | None:
         s.append(float(m.scaling[_ADAPTER]))
         drop = m.lora_dropout[_ADAPTER]
         p = getattr(drop, "p", 0.0)
-    return _Lora(a, b, s, p)
+    return _Lora(tuple(a), tuple(b), tuple(s), p)
 
 
 def _base(module):
