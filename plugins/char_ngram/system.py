@@ -26,17 +26,33 @@ class CharNgramSystem:
                                sublinear_tf=c.sublinear_tf, min_df=c.min_df, max_features=c.max_features,
                                dtype=np.float32)  # rows come out L2-normalised: dot product = cosine
 
+    def prepare(self, texts: Sequence[str]) -> None:
+        """Count the texts not counted yet (numeric n-gram keys for "char" n-grams up to 4 characters,
+        else the analyzer's strings)."""
+        from plugins.char_ngram.tfidf import AlphabetFull, KeyedCounts, NgramCounts, char_analyzer
+
+        vec = self.vectorizer()
+        if self._counts is None:
+            try:
+                self._counts = KeyedCounts(vec)
+            except ValueError:
+                self._counts = NgramCounts(char_analyzer(vec))
+        try:
+            self._counts.prepare(texts)
+        except AlphabetFull:
+            self._counts = NgramCounts(char_analyzer(vec))
+
     def fit_pool(self, texts: Sequence[str]):
         """The pool's TfidfVectorizer, bit for bit, from the cached counts."""
-        from plugins.char_ngram.tfidf import NgramCounts, PoolTfidf, char_analyzer
+        from plugins.char_ngram.tfidf import PoolTfidf
 
-        if self._counts is None:
-            self._counts = NgramCounts(char_analyzer(self.vectorizer()))
+        self.prepare(texts)
         c = self.config
         return PoolTfidf(self._counts, texts, min_df=c.min_df, max_features=c.max_features,
                          sublinear_tf=c.sublinear_tf, dtype=np.float32)
 
     def rank(self, queries: Sequence[Document], candidates: Sequence[Document], k: int):
+        self.prepare([d.fullText for d in candidates] + [q.fullText for q in queries])  # one alphabet for both
         pool = self.fit_pool([d.fullText for d in candidates])
         # candidates x queries, each row's terms in column order: every score sums the same products
         # in the same order as queries x candidates^T did (column order of the query row), so the

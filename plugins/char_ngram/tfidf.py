@@ -90,6 +90,20 @@ class NgramCounts:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), indptr
         return np.concatenate([r[0] for r in rows]), np.concatenate([r[1] for r in rows]), indptr
 
+    def prepare(self, texts: Sequence[str]) -> None:
+        """Nothing to do before counting (the keyed counts extend their alphabet here)."""
+
+    def order_key(self, ids: np.ndarray) -> np.ndarray:
+        """Values whose order is the terms' order."""
+        return self.term_rank()[ids]
+
+    def recode(self, ids: np.ndarray, since) -> np.ndarray:
+        return ids
+
+    @property
+    def version(self):
+        return None
+
     def term_rank(self) -> np.ndarray:
         """Position of each global id in the vocabulary sorted by term (Python string order, as
         CountVectorizer sorts); terms added since the last call are sorted alone and merged in."""
@@ -108,12 +122,119 @@ class NgramCounts:
         return self._rank
 
 
+class AlphabetFull(Exception):
+    """More distinct characters than 16-bit slots hold: use NgramCounts."""
+
+
+class KeyedCounts:
+    """Counts for analyzer="char" with n-grams of at most 4 characters, without a Python string per n-gram.
+
+    A text becomes its characters' ranks in a sorted alphabet (1.., 16 bits each) and an n-gram
+    the 64-bit number of its ranks, first character highest, absent ones 0: equal n-grams get
+    equal numbers and numeric order is the strings' order, so the numbers serve as term ids and
+    sort keys at once. A text's row lists its n-grams in first-use order (n, then position),
+    as CountVectorizer's counting does. New characters extend the alphabet and renumber every
+    cached row (`version` counts the renumberings).
+    """
+
+    def __init__(self, vectorizer):
+        lo, hi = vectorizer.ngram_range
+        if vectorizer.analyzer != "char" or hi > 4:
+            raise ValueError("KeyedCounts reads analyzer='char' with ngram_max <= 4")
+        self.lo, self.hi = lo, hi
+        self._preprocess, self._decode, self._white = vectorizer.build_preprocessor(), vectorizer.decode, vectorizer._white_spaces
+        self.alpha = np.zeros(0, dtype=np.uint32)  # sorted code points; a character's slot value is its index + 1
+        self._rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._version = 0
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def _codes(self, text: str) -> np.ndarray:
+        t = self._white.sub(" ", self._preprocess(self._decode(text)))
+        return np.frombuffer(t.encode("utf-32-le"), dtype=np.uint32)
+
+    def prepare(self, texts: Sequence[str]) -> None:
+        """Count the texts not seen yet, first extending the alphabet by their new characters."""
+        new = list(dict.fromkeys(t for t in texts if t not in self._rows))
+        if not new:
+            return
+        codes = [self._codes(t) for t in new]
+        seen = np.unique(np.concatenate(codes)) if codes else np.zeros(0, np.uint32)
+        missing = np.setdiff1d(seen, self.alpha, assume_unique=True)
+        if len(missing):
+            alpha = np.union1d(self.alpha, missing).astype(np.uint32)
+            if len(alpha) >= 0xFFFF:
+                raise AlphabetFull(f"{len(alpha)} distinct characters")
+            remap = np.zeros(len(self.alpha) + 1, dtype=np.uint64)
+            remap[1:] = np.searchsorted(alpha, self.alpha).astype(np.uint64) + 1
+            self.alpha, self._remap = alpha, remap
+            if self._rows:
+                self._rows = {t: (self._renumber(k, remap), c) for t, (k, c) in self._rows.items()}
+            self._version += 1
+        for t, c in zip(new, codes):
+            self._rows[t] = self._count(c)
+
+    @staticmethod
+    def _renumber(keys: np.ndarray, remap: np.ndarray) -> np.ndarray:
+        out = np.zeros_like(keys)
+        for j in range(4):
+            shift = np.uint64(16 * (3 - j))
+            out |= remap[(keys >> shift) & np.uint64(0xFFFF)] << shift
+        return out
+
+    def recode(self, keys: np.ndarray, since: int) -> np.ndarray:
+        """Keys numbered under alphabet version `since`, renumbered to the current one (one step only)."""
+        if since == self._version:
+            return keys
+        if since != self._version - 1:
+            raise ValueError("keys are more than one alphabet change old")
+        return self._renumber(keys, self._remap)
+
+    def _count(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        import pandas as pd
+
+        slots = np.searchsorted(self.alpha, codes).astype(np.uint64) + np.uint64(1)
+        size = len(slots)
+        parts = []
+        for n in range(self.lo, min(self.hi, size) + 1):
+            key = np.zeros(size - n + 1, dtype=np.uint64)
+            for j in range(n):
+                key |= slots[j:size - n + 1 + j] << np.uint64(16 * (3 - j))
+            parts.append(key)
+        if not parts:
+            return np.zeros(0, np.uint64), np.zeros(0, np.int64)
+        codes_, uniques = pd.factorize(np.concatenate(parts), sort=False)
+        return np.asarray(uniques, dtype=np.uint64), np.bincount(codes_, minlength=len(uniques)).astype(np.int64)
+
+    def row(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        self.prepare([text])
+        return self._rows[text]
+
+    def stacked(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        self.prepare(texts)
+        rows = [self._rows[t] for t in texts]
+        indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum([len(r[0]) for r in rows], out=indptr[1:])
+        if not rows:
+            return np.zeros(0, np.uint64), np.zeros(0, np.int64), indptr
+        return np.concatenate([r[0] for r in rows]), np.concatenate([r[1] for r in rows]), indptr
+
+    @staticmethod
+    def order_key(keys: np.ndarray) -> np.ndarray:
+        return keys
+
+
 def _first_seen(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(local id of each entry, global id of each local id): ids numbered in order of first appearance."""
     import pandas as pd
 
     codes, uniques = pd.factorize(ids, sort=False)
-    return codes.astype(np.int64), np.asarray(uniques, dtype=np.int64)
+    return codes.astype(np.int64), np.asarray(uniques, dtype=ids.dtype)
 
 
 def _csr(data, indices, indptr, n_cols: int, dtype) -> sp.csr_array:
@@ -130,13 +251,14 @@ class PoolTfidf:
     `matrix` is fit_transform(pool texts); `transform(texts)` is the vectorizer's transform.
     """
 
-    def __init__(self, counts: NgramCounts, pool: Sequence[str], *, min_df=1, max_df=1.0, max_features=None,
+    def __init__(self, counts: "NgramCounts | KeyedCounts", pool: Sequence[str], *, min_df=1, max_df=1.0, max_features=None,
                  sublinear_tf: bool = False, dtype=np.float64):
         from sklearn.feature_extraction.text import TfidfTransformer
 
         self.counts = counts
         self.dtype = dtype
         ids, values, indptr = counts.stacked(pool)
+        self.version = counts.version
         if len(ids) == 0:
             raise ValueError("empty vocabulary; perhaps the documents only contain stop words")
         # the pool's own numbering: terms in the order the pool first uses them (CountVectorizer's)
@@ -154,8 +276,8 @@ class PoolTfidf:
         if max_features is None:
             x, terms = self._sort(x, terms)
         self.matrix_counts = x
-        self.column = np.full(counts.size, -1, dtype=np.int64)  # global id -> column (-1: not kept)
-        self.column[terms] = np.arange(len(terms))
+        by_id = np.argsort(terms, kind="stable")  # term ids sorted, and their columns, for lookups
+        self._ids, self._cols = terms[by_id], by_id
         self.n_features = len(terms)
         self.tfidf = TfidfTransformer(norm="l2", use_idf=True, smooth_idf=True, sublinear_tf=sublinear_tf)
         self.tfidf.fit(x)
@@ -163,7 +285,7 @@ class PoolTfidf:
 
     def _sort(self, x, terms):
         """CountVectorizer._sort_features: columns renumbered in term order (rows not re-sorted)."""
-        order = np.argsort(self.counts.term_rank()[terms], kind="stable")
+        order = np.argsort(self.counts.order_key(terms), kind="stable")
         map_index = np.empty(len(terms), dtype=x.indices.dtype)
         map_index[order] = np.arange(len(terms), dtype=x.indices.dtype)
         x.indices = map_index.take(x.indices, mode="clip")
@@ -192,9 +314,12 @@ class PoolTfidf:
     def transform(self, texts: Sequence[str]):
         """TfidfVectorizer.transform: counts of the pool's vocabulary only, then the pool's idf."""
         ids, values, indptr = self.counts.stacked(texts)
-        known = ids < len(self.column)  # terms first seen after this pool was fitted are not in it
-        cols = np.where(known, self.column[np.where(known, ids, 0)], -1)
-        keep = cols >= 0
+        if self.version != self.counts.version:  # new characters renumbered the keys: renumber the pool's too
+            self._ids = self.counts.recode(self._ids, self.version)
+            self.version = self.counts.version
+        at = np.minimum(np.searchsorted(self._ids, ids), len(self._ids) - 1)
+        keep = self._ids[at] == ids  # terms outside the pool's vocabulary are dropped
+        cols = self._cols[at]
         row_of = np.repeat(np.arange(len(texts)), np.diff(indptr))
         kept_per_row = np.bincount(row_of[keep], minlength=len(texts))
         new_ptr = np.zeros(len(texts) + 1, dtype=np.int64)
