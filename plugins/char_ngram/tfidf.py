@@ -207,9 +207,9 @@ class KeyedCounts:
                 key |= slots[j:size - n + 1 + j] << np.uint64(16 * (3 - j))
             parts.append(key)
         if not parts:
-            return np.zeros(0, np.uint64), np.zeros(0, np.int64)
+            return np.zeros(0, np.uint64), np.zeros(0, np.intc)
         codes_, uniques = pd.factorize(np.concatenate(parts), sort=False)
-        return np.asarray(uniques, dtype=np.uint64), np.bincount(codes_, minlength=len(uniques)).astype(np.int64)
+        return np.asarray(uniques, dtype=np.uint64), np.bincount(codes_, minlength=len(uniques)).astype(np.intc)
 
     def row(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         self.prepare([text])
@@ -221,7 +221,7 @@ class KeyedCounts:
         indptr = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum([len(r[0]) for r in rows], out=indptr[1:])
         if not rows:
-            return np.zeros(0, np.uint64), np.zeros(0, np.int64), indptr
+            return np.zeros(0, np.uint64), np.zeros(0, np.intc), indptr
         return np.concatenate([r[0] for r in rows]), np.concatenate([r[1] for r in rows]), indptr
 
     @staticmethod
@@ -234,12 +234,13 @@ def _first_seen(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     import pandas as pd
 
     codes, uniques = pd.factorize(ids, sort=False)
-    return codes.astype(np.int64), np.asarray(uniques, dtype=ids.dtype)
+    return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=ids.dtype)
 
 
 def _csr(data, indices, indptr, n_cols: int, dtype) -> sp.csr_array:
     index_dtype = np.int32 if indptr[-1] <= np.iinfo(np.int32).max else np.int64
-    x = sp.csr_array((data.astype(np.intc), indices.astype(index_dtype), indptr.astype(index_dtype)),
+    x = sp.csr_array((data.astype(np.intc, copy=False), indices.astype(index_dtype, copy=False),
+                      indptr.astype(index_dtype, copy=False)),
                      shape=(len(indptr) - 1, n_cols), dtype=dtype)
     x.sort_indices()
     return x
@@ -263,17 +264,30 @@ class PoolTfidf:
             raise ValueError("empty vocabulary; perhaps the documents only contain stop words")
         # the pool's own numbering: terms in the order the pool first uses them (CountVectorizer's)
         local, by_first = _first_seen(ids)
-        x = _csr(values, local, indptr, len(by_first), dtype)
-        n_doc = x.shape[0]
+        n_doc = len(indptr) - 1
         high = max_df if isinstance(max_df, Integral) else max_df * n_doc
         low = min_df if isinstance(min_df, Integral) else min_df * n_doc
         if high < low:
             raise ValueError("max_df corresponds to < documents than min_df")
-        terms = by_first  # global id of each column of x
+        terms = by_first  # term id of each column of x
         if max_features is not None:
+            x = _csr(values, local, indptr, len(by_first), dtype)
             x, terms = self._sort(x, terms)
-        x, terms = self._limit(x, terms, high, low, max_features)
-        if max_features is None:
+            x, terms = self._limit(x, terms, high, low, max_features)
+        else:
+            # _limit_features before the matrix exists: dropping the rare terms' entries and numbering
+            # the kept columns in order is what X[:, kept] does to the sorted matrix, on fewer entries
+            dfs = np.bincount(local, minlength=len(by_first))
+            mask = (dfs <= high) & (dfs >= low)
+            if not mask.any():
+                raise ValueError("After pruning, no terms remain. Try a lower min_df or a higher max_df.")
+            new_col = np.cumsum(mask) - 1
+            keep = mask[local]
+            row_of = np.repeat(np.arange(n_doc), np.diff(indptr))
+            kept_ptr = np.zeros(n_doc + 1, dtype=np.int64)
+            np.cumsum(np.bincount(row_of[keep], minlength=n_doc), out=kept_ptr[1:])
+            x = _csr(values[keep], new_col[local[keep]], kept_ptr, int(mask.sum()), dtype)
+            terms = terms[mask]
             x, terms = self._sort(x, terms)
         self.matrix_counts = x
         by_id = np.argsort(terms, kind="stable")  # term ids sorted, and their columns, for lookups
