@@ -1,7 +1,6 @@
 """The fast LoRA training steps compute the naive Hugging Face + PEFT step's loss and gradients:
 the retriever's packed, fused step and the reranker's shared-prefix step (against concatenated
 pairs). CPU, fp32, tiny Qwen3 and Mistral built from configs, LoRA dropout off for the comparison."""
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -59,10 +58,10 @@ def test_shared_prefix_reranker_step_matches_concatenated_pairs(arch):
 
 
 def test_shared_prefix_scores_equal_concatenated_pairs_in_train_mode_without_dropout():
+    from harness.neural.batching import right_padded
     from harness.neural.fast.lora_train import LoraFusedDecoder
     from harness.neural.fast.prefix_train import shared_prefix_scores
     from harness.neural.pooling import last_token_pool
-    from harness.neural.batching import right_padded
 
     peft = _peft("tiny-qwen3", seed=2)
     peft.eval()
@@ -95,7 +94,10 @@ def test_lora_dropout_trains_one_mask_per_target():
 
 def test_bench_train_runs_on_cpu(tmp_path):
     from harness.neural.fast.bench.archs import build_model
-    from harness.neural.fast.bench.train import bench_train_reranker, bench_train_retriever
+    from harness.neural.fast.bench.train import (
+        bench_train_reranker,
+        bench_train_retriever,
+    )
 
     dev = torch.device("cpu")
     model = build_model("tiny-qwen3", dev, torch.float32)

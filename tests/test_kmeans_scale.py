@@ -39,7 +39,7 @@ def test_same_seed_same_clusters():
 
 
 def test_batched_seeding_is_as_good_as_one_centroid_a_round():
-    from harness.neural.kmeans import _plus_plus, _torch_lloyd, _generator
+    from harness.neural.kmeans import _generator, _plus_plus, _torch_lloyd
 
     pts = _data(n=4000, centres=200)
     k = 800

@@ -29,7 +29,12 @@ class CharNgramSystem:
     def prepare(self, texts: Sequence[str]) -> None:
         """Count the texts not counted yet (numeric n-gram keys for "char" n-grams up to 4 characters,
         else the analyzer's strings)."""
-        from plugins.char_ngram.tfidf import AlphabetFull, KeyedCounts, NgramCounts, char_analyzer
+        from plugins.char_ngram.tfidf import (
+            AlphabetFull,
+            KeyedCounts,
+            NgramCounts,
+            char_analyzer,
+        )
 
         vec = self.vectorizer()
         if self._counts is None:

@@ -39,7 +39,7 @@ def char_analyzer(vectorizer):
             if n == 1:
                 grams.extend(text)
             else:
-                grams.extend(map(text.__getitem__, map(slice, range(0, size - n + 1), range(n, size + 1))))
+                grams.extend(map(text.__getitem__, map(slice, range(size - n + 1), range(n, size + 1))))
         return grams
 
     return fast

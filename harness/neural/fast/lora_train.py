@@ -23,7 +23,14 @@ from typing import Callable, NamedTuple, Sequence
 import torch
 import torch.nn.functional as F
 
-from harness.neural.fast.fused_decoder import FusedDecoder, Packed, _fuse, _rms, _rotate, _varlen_attention
+from harness.neural.fast.fused_decoder import (
+    FusedDecoder,
+    Packed,
+    _fuse,
+    _rms,
+    _rotate,
+    _varlen_attention,
+)
 
 _ADAPTER = "default"
 

@@ -214,7 +214,10 @@ def cmd_rerank(args) -> int:
 
 def cmd_train(args) -> int:
     from harness.neural.device import pick_device
-    from harness.neural.fast.bench.train import bench_train_reranker, bench_train_retriever
+    from harness.neural.fast.bench.train import (
+        bench_train_reranker,
+        bench_train_retriever,
+    )
     from harness.neural.fast.bench.workload import random_rows
 
     device = pick_device(args.device)
