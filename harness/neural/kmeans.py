@@ -109,6 +109,18 @@ def spherical_kmeans(x: np.ndarray | torch.Tensor, k: int, *, niter: int = 20, s
     k = max(1, min(k, len(pts)))
     host = pts.cpu().numpy() if backend == "faiss" else None
     best, best_score = None, -np.inf
+    # on CUDA the products run in TF32 (a 400,000 x 43,000 x 682 assignment is 23 TFLOP an iteration)
+    tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = device.type == "cuda" or tf32
+    try:
+        best = _restarts(pts, k, niter, seed, restarts, seed_batch, backend, host, device)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+    return best
+
+
+def _restarts(pts, k, niter, seed, restarts, seed_batch, backend, host, device) -> np.ndarray:
+    best, best_score = None, -np.inf
     for r in range(restarts):
         g = _generator(device, seed * 1000 + r)
         init = _plus_plus(pts, k, g, seed_batch)

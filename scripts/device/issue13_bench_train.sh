@@ -3,7 +3,7 @@
 # HF + PEFT step in the same process (retriever at the Qwen3-0.6B and Qwen3-8B shapes, reranker at
 # the Mistral-Nemo-12B shape), with the paper-scale epoch projection each prints, then
 # hard-negative batching (Algorithm 1) at 100K and 400K documents. Random weights, nothing
-# downloaded. About 6-8 minutes; each bench has its own time limit so one stuck shape cannot
+# downloaded. About 6 minutes expected, 9 at most (the limits: 100 + 150 + 150 + 120 s); each bench has its own limit so one stuck shape cannot
 # eat the others'. A bench that fails compiled (not one that runs out of time) is run once
 # more with --no-compile.
 # Results: benchmarks/results/train-*.json and batching-*.json, copied with the log into $OUT.
@@ -24,10 +24,10 @@ bench() {  # LIMIT_SECONDS ARGS...: compiled, and if that fails uncompiled
   echo "== retrying uncompiled: $*" | tee -a "$OUT/log"
   timeout "$limit" python -m harness bench "$@" --no-compile 2>&1 | quiet
 }
-bench 110 train retriever --arch qwen3-0.6b --random-weights --steps "$S" --warmup "$W" ${R06_ARGS:-}
+bench 100 train retriever --arch qwen3-0.6b --random-weights --steps "$S" --warmup "$W" ${R06_ARGS:-}
 bench 150 train retriever --arch qwen3-8b --random-weights --steps "$S" --warmup "$W" ${R8_ARGS:-}
 bench 150 train reranker --arch mistral-nemo-12b --random-weights --steps "$S" --warmup "$W" ${RR_ARGS:-}
-[ -n "${SKIP_BATCHING:-}" ] || timeout 100 python -m harness bench batching --docs 100000 400000 2>&1 | quiet
+[ -n "${SKIP_BATCHING:-}" ] || timeout 120 python -m harness bench batching --docs 100000 400000 2>&1 | quiet
 [ -z "${WITH_12B_RETRIEVER:-}" ] || bench 150 train retriever --arch mistral-nemo-12b --random-weights --steps 2 --warmup 2
 cp benchmarks/results/train-*.json benchmarks/results/batching-*.json "$OUT/" 2>/dev/null
 ls -la "$OUT"
