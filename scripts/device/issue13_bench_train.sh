@@ -3,9 +3,9 @@
 # HF + PEFT step in the same process (retriever at the Qwen3-0.6B and Qwen3-8B shapes, reranker at
 # the Mistral-Nemo-12B shape), with the paper-scale epoch projection each prints, then
 # hard-negative batching (Algorithm 1) at 100K and 400K documents. Random weights, nothing
-# downloaded. About 6 minutes expected, 9 at most (the limits: 100 + 150 + 150 + 120 s); each bench has its own limit so one stuck shape cannot
-# eat the others'. A bench that fails compiled (not one that runs out of time) is run once
-# more with --no-compile.
+# downloaded. About 6 minutes expected, 9 at most (limits 100 + 150 + 150 + 120 s): each bench
+# has its own limit, so one stuck shape cannot eat the others'. A bench that fails compiled (not
+# one that runs out of time) is run once more with --no-compile, within the same limit again.
 # Results: benchmarks/results/train-*.json and batching-*.json, copied with the log into $OUT.
 # Knobs: STEPS / WARMUP (timed / untimed steps a path, default 3 / 2), WITH_12B_RETRIEVER=1 adds
 # the retriever at the 12B shape (about 1.5 more minutes), SKIP_BATCHING=1.
