@@ -46,7 +46,16 @@ def test_performance_page_renders_each_benchmark_kind(tmp_path):
                   "agreement": agreement, "variants": []}, tmp_path / "a.json")
     write_result("seeds", "sbert-demo", facts, {"system": "sbert", "collection": "demo"},
                  {"one_seed_seconds": 10.0, "four_seeds_seconds": 11.0, "ratio": 1.1}, tmp_path / "b.json")
+    write_result("batching", "d96", facts, {}, [{"documents": 4000, "authors": 2000, "dim": 96, "projected_dim": 32,
+                                                 "clusters": 438, "batches": 125, "seconds": 1.4,
+                                                 "kmeans_backend": "torch", "kmeans_device": "cuda"}], tmp_path / "c.json")
+    write_result("char-ngram-seeds", "char-ngram-demo", facts, {"collection": "demo"},
+                 {"before_one_seed_seconds": 10.0, "before_four_seeds_seconds": 40.0, "after_one_seed_seconds": 9.0,
+                  "after_four_seeds_seconds": 10.0, "before_ratio": 4.0, "after_ratio": 1.11, "four_seed_speedup": 4.0,
+                  "rankings_identical": True}, tmp_path / "d.json")
     page = performance_page(tmp_path)
+    assert "| 4,000       | 2,000" in page and "torch on cuda" in page
+    assert "counts cached across seeds" in page and "| True " in page
     assert "| tiny    | packed" in page and "4.00" in page and "1.0e-03 / 2.0e-03" in page
     assert "| sbert    | demo" in page and "1.10" in page and "Test Card" in page
     assert json.loads((tmp_path / "a.json").read_text())["benchmark"] == "encode"

@@ -20,12 +20,19 @@ import numpy as np
 from harness.neural.kmeans import spherical_kmeans
 
 
-def random_projection(x: np.ndarray, k: int, seed: int) -> np.ndarray:
+def random_projection(x, k: int, seed: int, device=None):
+    """x R / sqrt(k), R a seeded Gaussian [D, k]. With a torch device the product runs there and a
+    tensor comes back (the batching keeps the projected vectors on the GPU for k-means)."""
     rng = np.random.default_rng(seed)
-    return x @ rng.standard_normal((x.shape[1], k)).astype(np.float32) / math.sqrt(k)
+    r = rng.standard_normal((x.shape[1], k)).astype(np.float32)
+    if device is None:
+        return x @ r / math.sqrt(k)
+    import torch
+
+    return torch.as_tensor(np.asarray(x, dtype=np.float32), device=device) @ torch.as_tensor(r, device=device) / math.sqrt(k)
 
 
-def author_clusters(doc_vecs: np.ndarray, doc_authors: Sequence[str], n_clusters: int, seed: int) -> dict[str, int]:
+def author_clusters(doc_vecs, doc_authors: Sequence[str], n_clusters: int, seed: int) -> dict[str, int]:
     """Each author's cluster: of the clusters its documents fall in, the largest (then lowest id)."""
     assign = spherical_kmeans(doc_vecs, n_clusters, seed=seed)
     size = Counter(assign.tolist())
@@ -57,7 +64,9 @@ def hard_negative_batches(doc_vecs: np.ndarray, doc_authors: Sequence[str], batc
                           cluster_factor: float = 3.5, project_to: int | None = None, seed: int = 0) -> list[list[str]]:
     rng = random.Random(seed)
     if project_to:
-        doc_vecs = random_projection(doc_vecs, project_to, seed)
+        from harness.neural.kmeans import pick_backend
+
+        doc_vecs = random_projection(doc_vecs, project_to, seed, device=pick_backend()[1])
     authors = sorted(set(doc_authors))
     n_batches = math.ceil(len(authors) / batch_size)
     n_clusters = max(1, round(n_batches * cluster_factor))

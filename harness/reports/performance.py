@@ -100,6 +100,63 @@ def seeds_table(records: list[dict]) -> str:
                     tablefmt="github", disable_numparse=True)
 
 
+def _hours(fig: dict) -> str:
+    return " / ".join(f"{h:g}" for h in fig["hours"].values())
+
+
+def train_table(records: list[dict]) -> str:
+    """One row per path of each `bench train` record: throughput, work rate, memory, first-step
+    agreement, and the projected hours for one epoch of the paper's data on 1 / 4 / 8 GPUs."""
+    rows = []
+    for r in records:
+        res = r["results"]
+        unit = "documents" if "documents_per_s" in res["naive"] else "pairs"
+        model = r["benchmark"].removeprefix("train-")
+        check = res["first_step"]
+        agree = (f"loss {check['loss_rel_error']:.1e}; grad {check['gradients']['rel_error']:.1e} "
+                 f"(cos {check['gradients']['cosine']:.4f})")
+        for path in ("naive", "harness"):
+            f = res[path]
+            share = f"{100 * f['share_of_peak']:.0f}%" if f.get("share_of_peak") is not None else "—"
+            rows.append([f"{model}, {r['args']['arch']}", f"{path} ({f['batch']}{', ckpt' if f['checkpointing'] else ''})",
+                         f"{f['tokens_per_s']:,.0f}", f"{f[unit + '_per_s']:,.2f} {unit}", f"{f['tflops']:.0f} ({share})",
+                         "—" if f["peak_memory_gib"] is None else f"{f['peak_memory_gib']:.1f}",
+                         "1.00" if path == "naive" else f"{res['speedup']:.2f}",
+                         _hours(res["projection"][path]), "reference" if path == "naive" else agree])
+    return tabulate(rows, headers=["step", "path", "tokens/s", "per s", "TFLOP/s (of ~790)", "peak GiB", "× naive",
+                                   "epoch h, 1 / 4 / 8 GPUs", "first step vs naive (rel.)"],
+                    tablefmt="github", disable_numparse=True)
+
+
+def batching_table(records: list[dict]) -> str:
+    rows = [[f"{row['documents']:,}", f"{row['authors']:,}", f"{row['dim']} → {row['projected_dim']}",
+             f"{row['clusters']:,}", f"{row['batches']:,}", f"{row['seconds']:.1f}",
+             f"{row['kmeans_backend']} on {row['kmeans_device']}", _source(r)] for r in records for row in r["results"]]
+    return tabulate(rows, headers=["documents", "authors", "dim", "k-means clusters", "batches", "seconds", "k-means",
+                                   "device, commit, date"], tablefmt="github", disable_numparse=True)
+
+
+def char_ngram_seeds_table(records: list[dict]) -> str:
+    rows = []
+    for r in records:
+        f = r["results"]
+        def both(key, fmt=".1f"):  # wall (CPU seconds of the process, steadier on a shared machine)
+            cpu = key.replace("_seconds", "_cpu_seconds") if key.endswith("_seconds") else key.replace("ratio", "cpu_ratio")
+            if key == "four_seed_speedup":
+                cpu = "four_seed_cpu_speedup"
+            return f"{f[key]:{fmt}}" + (f" ({f[cpu]:{fmt}})" if cpu in f else "")
+
+        for label in ("before", "after"):
+            rows.append([r["args"]["collection"], "TfidfVectorizer fitted per seed" if label == "before" else
+                         "counts cached across seeds (idf per pool)", both(f"{label}_one_seed_seconds"),
+                         both(f"{label}_four_seeds_seconds"), both(f"{label}_ratio", ".2f"),
+                         "1.00" if label == "before" else both("four_seed_speedup", ".2f"),
+                         "reference" if label == "before" else str(f["rankings_identical"]), _source(r)])
+    return tabulate(rows, headers=["collection", "char-ngram", "1 seed, s wall (CPU)", "4 seeds, s wall (CPU)", "4 / 1",
+                                   "4-seed speed-up",
+                                   "rankings identical", "device, commit, date"], tablefmt="github", disable_numparse=True)
+
+
 def bm25_table(records: list[dict]) -> str:
     rows = [[f"{r['candidates']:,} × {r['words']} words", r["queries"], f"{r['harness_seconds']:.1f}",
              f"{r['rank_bm25_extrapolated_seconds']:,.0f}", f"{r['max_abs_score_difference']:.0e}", r["device"]]
@@ -124,7 +181,14 @@ def performance_page(folder: Path) -> str:
                 ("rerank", "Reranking, 3 queries × 100 candidates (`aa-harness bench rerank`)", rerank_table),
                 ("encode-sharded", "Encoding sharded over GPUs (`torchrun … bench encode --shard`)", sharded_table),
                 ("search", "Search over synthetic clustered vectors (`aa-harness bench search`)", search_table),
+                ("train-retriever", "Retriever training step, 16 authors × 2 documents (`aa-harness bench train "
+                 "retriever`)", train_table),
+                ("train-reranker", "Reranker training step, 1 query × 13 candidates (`aa-harness bench train "
+                 "reranker`)", train_table),
+                ("batching", "Hard-negative batching, Algorithm 1 (`aa-harness bench batching`)", batching_table),
                 ("seeds", "Four split seeds against one (`benchmarks/bench_seeds.py`)", seeds_table),
+                ("char-ngram-seeds", "char-ngram over four seeds, before and after counting each text once "
+                 "(`benchmarks/bench_char_ngram_seeds.py`)", char_ngram_seeds_table),
                 ("bm25", "BM25 at HRS1 size (`benchmarks/bench_bm25.py`)", bm25_table)]
     for kind, title, table in sections:
         if data.get(kind):

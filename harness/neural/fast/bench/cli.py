@@ -15,7 +15,8 @@ def add_parser(sub) -> None:
     kinds = sp.add_subparsers(dest="bench", required=True, metavar="KIND")
 
     def model_args(p, default_arch):
-        p.add_argument("--arch", default=default_arch, choices=arch_names(), help=f"architecture (default {default_arch})")
+        p.add_argument("--arch", default=default_arch, choices=arch_names(), required=default_arch is None,
+                       help=f"architecture (default {default_arch})")
         p.add_argument("--random-weights", action="store_true",
                        help="build the architecture from its config with random weights (nothing downloaded)")
         p.add_argument("--device", default="auto", help="cuda, cuda:N or cpu (default auto: CUDA when present)")
@@ -49,6 +50,36 @@ def add_parser(sub) -> None:
     p.add_argument("--lengths", type=int, nargs=2, default=[150, 512], metavar=("MIN", "MAX"),
                    help="candidate lengths in tokens (default 150 512)")
     p.set_defaults(fn=cmd_rerank)
+
+    p = kinds.add_parser("train", help="LoRA training steps: the harness's fast steps against HF + PEFT (same batches)")
+    p.add_argument("model", choices=["retriever", "reranker"], help="retriever (16 authors x 2 documents, Eq. 2) or "
+                   "reranker (1 query x 13 candidates, shared prefix against concatenated pairs)")
+    model_args(p, None)
+    p.add_argument("--authors", type=int, default=16, help="retriever: authors a step (2 documents each)")
+    p.add_argument("--candidates", type=int, default=13, help="reranker: 1 positive + m negatives")
+    p.add_argument("--lengths", type=int, nargs=2, default=None, metavar=("MIN", "MAX"),
+                   help="document (retriever, default 150 512) or candidate (reranker, default 512 512) tokens")
+    p.add_argument("--query-lengths", type=int, nargs=2, default=[512, 512], metavar=("MIN", "MAX"),
+                   help="reranker: query lengths in tokens (default 512 512)")
+    p.add_argument("--steps", type=int, default=3, help="timed steps a path")
+    p.add_argument("--warmup", type=int, default=2, help="untimed steps a path first (compilation)")
+    p.add_argument("--checkpoint", choices=["auto", "on", "off"], default="auto",
+                   help="recompute the harness's layers in backward (auto: on above 2B parameters)")
+    p.add_argument("--no-compile", action="store_true", help="run the harness's layers uncompiled")
+    p.add_argument("--doc-tokens", type=int, default=512,
+                   help="tokens a paper training document for the epoch projection (the recipe truncates at 512)")
+    p.set_defaults(fn=cmd_train)
+
+    p = kinds.add_parser("batching", help="hard-negative batching (Algorithm 1) against the pool size")
+    p.add_argument("--docs", type=int, nargs="+", default=[100_000, 400_000],
+                   help="pool sizes to batch (default 100000 400000)")
+    p.add_argument("--dim", type=int, default=2048, help="embedding width before the random projection to dim // 3")
+    p.add_argument("--authors-per-batch", type=int, default=16, help="authors a batch (default 16)")
+    p.add_argument("--device", default="auto", help="cuda, cpu or auto (default auto)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--out", type=Path, help="result JSON (default: benchmarks/results/<bench>-<device>.json)")
+    p.add_argument("--no-save", action="store_true", help="print only, write no result file")
+    p.set_defaults(fn=cmd_batching)
 
     p = kinds.add_parser("search", help="exact (torch) and compressed (faiss) search over synthetic vectors")
     p.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000], help="candidate pool sizes (default 100000 1000000)")
@@ -183,6 +214,50 @@ def cmd_rerank(args) -> int:
                            seed=args.seed, log=_log)
     _log(f"agreement: {figures['agreement']}")
     _save(args, "rerank", args.arch, device, figures)
+    return 0
+
+
+def cmd_train(args) -> int:
+    from harness.neural.device import pick_device
+    from harness.neural.fast.bench.train import (
+        bench_train_reranker,
+        bench_train_retriever,
+    )
+    from harness.neural.fast.bench.workload import random_rows
+
+    device = pick_device(args.device)
+    model = _model(args, device)
+    vocab = model.config.vocab_size
+    big = sum(p.numel() for p in model.parameters()) > 2e9
+    checkpoint = big if args.checkpoint == "auto" else args.checkpoint == "on"
+    compile = False if args.no_compile else None
+    n_batches = args.steps + args.warmup + 1
+    if args.model == "retriever":
+        lengths = args.lengths or [150, 512]
+        rows = random_rows(2 * args.authors * n_batches, *lengths, vocab, args.seed)
+        _log(f"train retriever {args.arch} on {device}: {args.authors} authors x 2 documents of {lengths} tokens, "
+             f"checkpointing {checkpoint}")
+        figures = bench_train_retriever(model, rows, device, authors=args.authors, steps=args.steps, warmup=args.warmup,
+                                        checkpoint=checkpoint, compile=compile, doc_tokens=args.doc_tokens, log=_log)
+    else:
+        lengths = args.lengths or [512, 512]
+        queries = random_rows(n_batches, *args.query_lengths, vocab, args.seed)
+        groups = [(q, random_rows(args.candidates, *lengths, vocab, args.seed + 1 + i)) for i, q in enumerate(queries)]
+        _log(f"train reranker {args.arch} on {device}: 1 query ({args.query_lengths} tokens) x {args.candidates} "
+             f"candidates ({lengths} tokens) a step, checkpointing {checkpoint}")
+        figures = bench_train_reranker(model, groups, device, steps=args.steps, warmup=args.warmup,
+                                       checkpoint=checkpoint, compile=compile, log=_log)
+    _save(args, f"train-{args.model}", args.arch, device, figures)
+    return 0
+
+
+def cmd_batching(args) -> int:
+    from harness.neural.device import pick_device
+    from harness.neural.fast.bench.batching import bench_batching
+
+    device = pick_device(args.device)
+    rows = bench_batching(args.docs, args.dim, device, authors_per_batch=args.authors_per_batch, seed=args.seed, log=_log)
+    _save(args, "batching", f"d{args.dim}", device, rows)
     return 0
 
 

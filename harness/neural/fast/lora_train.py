@@ -1,0 +1,214 @@
+"""LoRA training through the fused, packed layers: the retriever's step (and the layers the
+reranker's shared-prefix step runs on).
+
+A PEFT model (LoRA on q/k/v/o/gate/up/down, base weights frozen) trains here on the
+FusedDecoder's layout: q/k/v and gate/up are one product each against the frozen base
+weights (views into fused matrices, as for inference), and LoRA adds its low-rank update on
+the side of each fused product: the A matrices of q, k and v (or gate and up) are read
+as one [sum r, in] product and the B matrices as one block-diagonal product, so a layer adds
+three small products, not seven pairs. Sequences are packed end to end (no padding) and
+attention is variable-length flash attention on CUDA (one SDPA call per sequence on the
+CPU, which the tests use). Layers can be checkpointed (recomputed in the backward pass).
+
+The parameters trained are the PEFT model's own LoRA tensors, read in place: the optimiser,
+checkpoints and `save_pretrained` see nothing new, and a trainer hook can swap its step
+for `embed_for_training` + its loss. LoRA dropout draws one mask per target, as PEFT does.
+Tests compare the loss and every LoRA gradient with PEFT's forward in fp32.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, NamedTuple, Sequence
+
+import torch
+import torch.nn.functional as F
+
+from harness.neural.fast.fused_decoder import (
+    FusedDecoder,
+    Packed,
+    _fuse,
+    _rms,
+    _rotate,
+    _varlen_attention,
+)
+
+_ADAPTER = "default"
+
+
+class _Lora(NamedTuple):
+    """The LoRA of one fused product: As [r_i, in] and Bs [out_i, r_i] per target, scaling per target.
+    A tuple of tuples, so torch.compile reads it as plain inputs (no per-layer guards)."""
+
+    a: tuple[torch.Tensor, ...]
+    b: tuple[torch.Tensor, ...]
+    scaling: tuple[float, ...]
+    dropout: float
+
+
+def _lora_of(modules) -> _Lora | None:
+    a, b, s, p = [], [], [], 0.0
+    for m in modules:
+        if not hasattr(m, "lora_A") or _ADAPTER not in m.lora_A:
+            return None
+        a.append(m.lora_A[_ADAPTER].weight)
+        b.append(m.lora_B[_ADAPTER].weight)
+        s.append(float(m.scaling[_ADAPTER]))
+        drop = m.lora_dropout[_ADAPTER]
+        p = getattr(drop, "p", 0.0)
+    return _Lora(tuple(a), tuple(b), tuple(s), p)
+
+
+def _base(module):
+    return getattr(module, "base_layer", module)
+
+
+def _lora_delta(x: torch.Tensor, lora: _Lora | None, training: bool) -> torch.Tensor | None:
+    """sum_i scaling_i * B_i A_i dropout_i(x), the targets side by side in the output ([T, sum out_i])."""
+    if lora is None:
+        return None
+    dt = x.dtype
+    if training and lora.dropout > 0:
+        u = torch.cat([F.linear(F.dropout(x, lora.dropout), a.to(dt)) for a in lora.a], dim=-1)
+    else:
+        u = F.linear(x, torch.cat([a.to(dt) for a in lora.a]))
+    bs = [b.to(dt) * s for b, s in zip(lora.b, lora.scaling)]
+    return F.linear(u, bs[0] if len(bs) == 1 else torch.block_diag(*bs))
+
+
+def _plus(y: torch.Tensor, delta: torch.Tensor | None) -> torch.Tensor:
+    return y if delta is None else y + delta
+
+
+def _pre(x, norm_w, eps, w_qkv, b_qkv, q_norm_w, k_norm_w, cos, sin, lora_qkv, training, heads, kv_heads, head_dim):
+    h = _rms(x, norm_w, eps)
+    qkv = _plus(F.linear(h, w_qkv, b_qkv), _lora_delta(h, lora_qkv, training))
+    q, k, v = qkv.split([heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], dim=-1)
+    q, k, v = q.view(-1, heads, head_dim), k.view(-1, kv_heads, head_dim), v.view(-1, kv_heads, head_dim)
+    if q_norm_w is not None:
+        q, k = _rms(q, q_norm_w, eps), _rms(k, k_norm_w, eps)
+    c, s = cos[:, None, :], sin[:, None, :]
+    return _rotate(q, c, s), _rotate(k, c, s), v
+
+
+def _post(x, attn, w_o, norm_w, eps, w_gu, w_down, lora_o, lora_gu, lora_down, training, inter):
+    a = attn.flatten(1)
+    x = x + _plus(F.linear(a, w_o), _lora_delta(a, lora_o, training))
+    h = _rms(x, norm_w, eps)
+    gate, up = _plus(F.linear(h, w_gu), _lora_delta(h, lora_gu, training)).split([inter, inter], dim=-1)
+    m = F.silu(gate) * up
+    return x + _plus(F.linear(m, w_down), _lora_delta(m, lora_down, training))
+
+
+@dataclass
+class Attend:
+    """How a layer's packed queries meet their keys: the cu_seqlens of queries and keys, the longest
+    of each, and (for shared prefixes) the index gathering each sequence's keys from the layer's."""
+
+    cu_q: torch.Tensor
+    cu_k: torch.Tensor
+    max_q: int
+    max_k: int
+    gather: torch.Tensor | None = None
+
+    @classmethod
+    def of(cls, packed: Packed) -> "Attend":
+        return cls(packed.cu_seqlens, packed.cu_seqlens, packed.longest, packed.longest)
+
+
+class LoraFusedDecoder:
+    """The training forward of a PEFT-wrapped (or bare) Llama-family decoder over packed sequences."""
+
+    def __init__(self, model: torch.nn.Module, *, compile: bool | None = None, checkpoint: bool = False):
+        """model: a PeftModel over an AutoModel (or the AutoModel; then nothing trains but what the
+        caller adds). compile: torch.compile the elementwise work (default: on CUDA). checkpoint:
+        recompute each layer in the backward pass instead of keeping its activations."""
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        if not FusedDecoder.supports(base):
+            raise ValueError(f"no fused training path for {type(base).__name__}")
+        self.model, self.base = model, base
+        c = base.config
+        self.heads, self.kv_heads = c.num_attention_heads, c.num_key_value_heads
+        self.head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+        self.inter, self.eps, self.scale = c.intermediate_size, c.rms_norm_eps, self.head_dim ** -0.5
+        self.checkpoint = checkpoint
+        self.layers = []
+        for layer in base.layers:
+            a, m = layer.self_attn, layer.mlp
+            qkv = [_base(a.q_proj), _base(a.k_proj), _base(a.v_proj)]
+            gu = [_base(m.gate_proj), _base(m.up_proj)]
+            self.layers.append({
+                "in_norm": layer.input_layernorm.weight,
+                "w_qkv": _fuse(qkv), "b_qkv": _fuse(qkv, "bias") if qkv[0].bias is not None else None,
+                "q_norm": a.q_norm.weight if hasattr(a, "q_norm") else None,
+                "k_norm": a.k_norm.weight if hasattr(a, "k_norm") else None,
+                "w_o": _base(a.o_proj).weight, "post_norm": layer.post_attention_layernorm.weight,
+                "w_gu": _fuse(gu), "w_down": _base(m.down_proj).weight,
+                "lora_qkv": _lora_of([a.q_proj, a.k_proj, a.v_proj]), "lora_o": _lora_of([a.o_proj]),
+                "lora_gu": _lora_of([m.gate_proj, m.up_proj]), "lora_down": _lora_of([m.down_proj]),
+            })
+        partial = [name for name, p in self.layers[0].items() if name.startswith("lora") and p is None]
+        if 0 < len(partial) < 4:  # all or none: a target on one of q/k/v only is not fused
+            lone = [n for n, mod in (("q/k/v", [a.q_proj, a.k_proj, a.v_proj]), ("gate/up", [m.gate_proj, m.up_proj]))
+                    if any(hasattr(x, "lora_A") for x in mod) and _lora_of(mod) is None]
+            if lone:
+                raise ValueError(f"LoRA on part of {', '.join(lone)}: the fused path needs all of them or none")
+        device = next(base.parameters()).device
+        compile = device.type == "cuda" if compile is None else compile
+        self.pre = torch.compile(_pre, dynamic=True) if compile else _pre
+        self.post = torch.compile(_post, dynamic=True) if compile else _post
+        self.final = torch.compile(_rms, dynamic=True) if compile else _rms
+
+    @property
+    def training(self) -> bool:
+        return self.model.training
+
+    def _layer(self, i: int, x: torch.Tensor, cos, sin, attend: Attend, keep: list | None) -> torch.Tensor:
+        p, training = self.layers[i], self.training
+        q, k, v = self.pre(x, p["in_norm"], self.eps, p["w_qkv"], p["b_qkv"], p["q_norm"], p["k_norm"], cos, sin,
+                           p["lora_qkv"], training, self.heads, self.kv_heads, self.head_dim)
+        if keep is not None:
+            keep.append((k, v))
+        if attend.gather is not None:
+            k, v = k.index_select(0, attend.gather), v.index_select(0, attend.gather)
+        attn = _varlen_attention(q, k, v, attend.cu_q, attend.cu_k, attend.max_q, attend.max_k, self.scale)
+        return self.post(x, attn, p["w_o"], p["post_norm"], self.eps, p["w_gu"], p["w_down"], p["lora_o"],
+                         p["lora_gu"], p["lora_down"], training, self.inter)
+
+    def forward(self, ids: torch.Tensor, positions: torch.Tensor, attend: Attend) -> torch.Tensor:
+        """Final hidden states [T, hidden] of packed tokens, with autograd to the LoRA weights."""
+        from torch.utils.checkpoint import checkpoint
+
+        x = self.base.embed_tokens(ids)
+        cos, sin = self.base.rotary_emb(x[None], positions[None])
+        cos, sin = cos[0], sin[0]
+        for i in range(len(self.layers)):
+            if self.checkpoint and torch.is_grad_enabled():
+                x = checkpoint(self._layer, i, x, cos, sin, attend, None, use_reentrant=False)
+            else:
+                x = self._layer(i, x, cos, sin, attend, None)
+        return self.final(x, self.base.norm.weight, self.eps)
+
+
+def embed_for_training(decoder: LoraFusedDecoder, rows: Sequence[Sequence[int]], device: torch.device, *,
+                       pooling: str = "mean", finish: Callable[[torch.Tensor], torch.Tensor] | None = None) -> torch.Tensor:
+    """finish(pooled final states) per row, [len(rows), dim], differentiable: all rows in one pack.
+
+    pooling "mean" is the fp32 mean over each row's tokens; "last" its last token's state."""
+    from harness.neural.fast.fused_paths import last_token_packed, mean_pool_packed
+
+    packed = Packed.of(rows, device)
+    hidden = decoder.forward(packed.ids, packed.positions, Attend.of(packed))
+    pooled = (last_token_packed if pooling == "last" else mean_pool_packed)(hidden, packed, len(rows))
+    return finish(pooled) if finish is not None else pooled
+
+
+def retriever_loss(decoder: LoraFusedDecoder, finish: Callable[[torch.Tensor], torch.Tensor],
+                   rows_a: Sequence[Sequence[int]], rows_b: Sequence[Sequence[int]], device: torch.device, *,
+                   tau: float, cosine: bool = False) -> torch.Tensor:
+    """The retriever's step loss (Eq. 2 over N authors x 2 documents): rows_a[i] and rows_b[i] are
+    author i's two documents; both halves run as one pack. Call .backward() on it."""
+    from harness.neural.losses import supcon_loss
+
+    emb = embed_for_training(decoder, [*rows_a, *rows_b], device, finish=finish)
+    n = len(rows_a)
+    return supcon_loss(emb[:n], emb[n:], tau, cosine=cosine)

@@ -1,0 +1,83 @@
+"""The reranker's training step with each query's tokens run once (shared prefix).
+
+A reranker's training query is scored against 1 positive + m negatives, each pair read as
+`prefix + candidate` (prefix: BOS query delimiter). In a causal decoder the prefix's states
+are the same in every pair, so here the prefix runs once and every candidate attends to
+its keys and values, bottom-right aligned, which is the concatenated pair's attention; the
+gradients of all 1 + m candidates flow back into the one prefix. At m = 12 and 512 + 512
+tokens that is 512 + 13 x 512 tokens instead of 13 x 1,024 (1.86x fewer), and less
+attention work.
+
+All of it is one packed forward: the prefix and the candidates are sequences of one pack,
+and each layer gathers, for every candidate, the prefix's keys and values in front of its
+own (an index_select, whose backward sums the candidates' gradients into the prefix). The
+layers are `LoraFusedDecoder`'s, LoRA inside. Tests compare the loss and every LoRA
+gradient with PEFT's forward over the concatenated pairs in fp32.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from harness.neural.fast.fused_decoder import to_device
+from harness.neural.fast.lora_train import Attend, LoraFusedDecoder
+
+
+def shared_prefix_layout(groups: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]], device: torch.device):
+    """(ids [T], positions [T], Attend, index of each candidate's last token) for groups of
+    (prefix, candidates): each group's prefix, then its candidates, laid end to end."""
+    ids, pos, gather, cu_q, cu_k, last = [], [], [], [0], [0], []
+    start = 0
+    max_q = max_k = 0
+    for prefix, cands in groups:
+        if not prefix or any(not c for c in cands):
+            raise ValueError("prefix and every candidate need at least one token")
+        p = len(prefix)
+        ids.append(np.asarray(prefix, dtype=np.int64))
+        pos.append(np.arange(p, dtype=np.int64))
+        prefix_idx = np.arange(start, start + p, dtype=np.int64)
+        gather.append(prefix_idx)
+        cu_q.append(cu_q[-1] + p)
+        cu_k.append(cu_k[-1] + p)
+        max_q, max_k = max(max_q, p), max(max_k, p)
+        start += p
+        for c in cands:
+            n = len(c)
+            ids.append(np.asarray(c, dtype=np.int64))
+            pos.append(np.arange(p, p + n, dtype=np.int64))
+            gather += [prefix_idx, np.arange(start, start + n, dtype=np.int64)]
+            cu_q.append(cu_q[-1] + n)
+            cu_k.append(cu_k[-1] + p + n)
+            max_q, max_k = max(max_q, n), max(max_k, p + n)
+            start += n
+            last.append(start - 1)
+    attend = Attend(to_device(np.asarray(cu_q, dtype=np.int32), device), to_device(np.asarray(cu_k, dtype=np.int32), device),
+                    max_q, max_k, to_device(np.concatenate(gather), device))
+    return (to_device(np.concatenate(ids), device), to_device(np.concatenate(pos), device), attend,
+            to_device(np.asarray(last, dtype=np.int64), device))
+
+
+def shared_prefix_scores(decoder: LoraFusedDecoder, head: Callable[[torch.Tensor], torch.Tensor],
+                         groups: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]],
+                         device: torch.device) -> list[torch.Tensor]:
+    """head(last state of prefix + candidate) for every candidate of every group, one tensor per
+    group, differentiable; all groups in one pack."""
+    ids, positions, attend, last = shared_prefix_layout(groups, device)
+    hidden = decoder.forward(ids, positions, attend)
+    scores = head(hidden.index_select(0, last))
+    if scores.dim() == 2:
+        scores = scores[:, 0]
+    return list(scores.split([len(c) for _, c in groups]))
+
+
+def reranker_loss(decoder: LoraFusedDecoder, head: Callable[[torch.Tensor], torch.Tensor],
+                  groups: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]], device: torch.device, *,
+                  tau: float = 1.0) -> torch.Tensor:
+    """Mean over groups of Eq. 2 over each group's candidates, the first being the positive
+    (the paper: one query per step, tau 1). Call .backward() on it (divided for accumulation)."""
+    losses = [F.cross_entropy((s.float() / tau)[None], torch.zeros(1, dtype=torch.long, device=s.device))
+              for s in shared_prefix_scores(decoder, head, groups, device)]
+    return torch.stack(losses).mean()

@@ -1,0 +1,149 @@
+"""The fast LoRA training steps compute the naive Hugging Face + PEFT step's loss and gradients:
+the retriever's packed, fused step and the reranker's shared-prefix step (against concatenated
+pairs). CPU, fp32, tiny Qwen3 and Mistral built from configs, LoRA dropout off for the comparison."""
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("peft")
+
+
+def _peft(arch, seed=0):
+    from harness.neural.fast.bench.archs import build_model
+    from harness.neural.fast.bench.train import with_lora
+
+    torch.manual_seed(seed)
+    return with_lora(build_model(arch, "cpu", torch.float32, seed=seed))
+
+
+def _rows(n, lo, hi, seed):
+    from harness.neural.fast.bench.workload import random_rows
+
+    return random_rows(n, lo, hi, 512, seed)
+
+
+@pytest.mark.parametrize("arch", ["tiny-qwen3", "tiny-mistral"])
+@pytest.mark.parametrize("checkpoint", [False, True])
+def test_retriever_step_matches_peft(arch, checkpoint):
+    from harness.neural.fast.bench.train import first_step_check, naive_retriever_loss
+    from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss
+
+    peft = _peft(arch)
+    proj = torch.nn.Linear(64, 32)
+    rows = _rows(8, 3, 40, seed=1)
+    a, b = rows[:4], rows[4:]
+    dec = LoraFusedDecoder(peft, compile=False, checkpoint=checkpoint)
+    check = first_step_check(peft, lambda: naive_retriever_loss(peft, proj, a, b, torch.device("cpu"), tau=0.05),
+                             lambda: retriever_loss(dec, proj, a, b, torch.device("cpu"), tau=0.05),
+                             extra=list(proj.parameters()))
+    assert check["loss_rel_error"] < 1e-5
+    g = check["gradients"]
+    assert not g["mismatched_names"] and g["tensors"] == 2 * 7 * 2 + 2
+    assert g["rel_error"] < 1e-5 and g["rel_error_worst_tensor"] < 1e-4
+
+
+@pytest.mark.parametrize("arch", ["tiny-qwen3", "tiny-mistral"])
+def test_shared_prefix_reranker_step_matches_concatenated_pairs(arch):
+    from harness.neural.fast.bench.train import first_step_check, naive_reranker_loss
+    from harness.neural.fast.lora_train import LoraFusedDecoder
+    from harness.neural.fast.prefix_train import reranker_loss
+
+    peft = _peft(arch, seed=1)
+    head = torch.nn.Linear(64, 1, bias=False)
+    groups = [(_rows(1, 20, 20, seed=2)[0], _rows(5, 2, 30, seed=3)), (_rows(1, 7, 7, seed=4)[0], _rows(3, 1, 9, seed=5))]
+    dec = LoraFusedDecoder(peft, compile=False, checkpoint=True)
+    check = first_step_check(peft, lambda: naive_reranker_loss(peft, head, groups, torch.device("cpu")),
+                             lambda: reranker_loss(dec, head, groups, torch.device("cpu")), extra=[head.weight])
+    assert check["loss_rel_error"] < 1e-5
+    assert check["gradients"]["rel_error"] < 1e-5 and check["gradients"]["rel_error_worst_tensor"] < 1e-4
+
+
+def test_shared_prefix_scores_equal_concatenated_pairs_in_train_mode_without_dropout():
+    from harness.neural.batching import right_padded
+    from harness.neural.fast.lora_train import LoraFusedDecoder
+    from harness.neural.fast.prefix_train import shared_prefix_scores
+    from harness.neural.pooling import last_token_pool
+
+    peft = _peft("tiny-qwen3", seed=2)
+    peft.eval()
+    head = torch.nn.Linear(64, 1, bias=False)
+    prefix, cands = _rows(1, 11, 11, seed=6)[0], _rows(4, 1, 25, seed=7)
+    got = shared_prefix_scores(LoraFusedDecoder(peft, compile=False), head, [(prefix, cands)], torch.device("cpu"))[0]
+    ids, mask = right_padded([prefix + c for c in cands], 0)
+    want = head(last_token_pool(peft(input_ids=ids, attention_mask=mask).last_hidden_state, mask))[:, 0]
+    assert torch.allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_lora_dropout_trains_one_mask_per_target():
+    """In train mode the fast path draws LoRA dropout (loss differs from the dropout-free one) and
+    every LoRA tensor still gets a gradient."""
+    from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss
+
+    peft = _peft("tiny-qwen3", seed=3)
+    proj = torch.nn.Linear(64, 32)
+    rows = _rows(6, 3, 30, seed=8)
+    dec = LoraFusedDecoder(peft, compile=False)
+    peft.eval()
+    clean = float(retriever_loss(dec, proj, rows[:3], rows[3:], torch.device("cpu"), tau=0.05))
+    peft.train()
+    loss = retriever_loss(dec, proj, rows[:3], rows[3:], torch.device("cpu"), tau=0.05)
+    loss.backward()
+    assert float(loss) != clean
+    lora = [p for n, p in peft.named_parameters() if "lora_" in n]
+    assert lora and all(p.grad is not None and torch.isfinite(p.grad).all() for p in lora)
+
+
+def test_bench_train_runs_on_cpu(tmp_path):
+    from harness.neural.fast.bench.archs import build_model
+    from harness.neural.fast.bench.train import (
+        bench_train_reranker,
+        bench_train_retriever,
+    )
+
+    dev = torch.device("cpu")
+    model = build_model("tiny-qwen3", dev, torch.float32)
+    r = r_ret = bench_train_retriever(model, _rows(16, 5, 20, seed=9), dev, authors=4, steps=1, warmup=1,
+                                      log=lambda *_: None)
+    assert r["first_step"]["gradients"]["rel_error"] < 1e-5 and r["speedup"] > 0
+    assert set(r["projection"]["harness"]["hours"]) == {"1", "4", "8"}
+    model = build_model("tiny-mistral", dev, torch.float32)
+    groups = [(_rows(1, 8, 8, seed=10 + i)[0], _rows(13, 8, 8, seed=20 + i)) for i in range(2)]
+    r = bench_train_reranker(model, groups, dev, steps=1, warmup=1, log=lambda *_: None)
+    assert r["first_step"]["gradients"]["rel_error"] < 1e-5
+    assert r["token_ratio"] == pytest.approx(13 * 16 / (8 + 13 * 8), rel=1e-3)
+    from harness.neural.fast.bench.results import write_result
+    from harness.reports.performance import performance_page
+
+    facts = {"device_name": "Test Card"}
+    write_result("train-retriever", "tiny-qwen3", facts, {"arch": "tiny-qwen3"}, r_ret, tmp_path / "a.json")
+    write_result("train-reranker", "tiny-mistral", facts, {"arch": "tiny-mistral"}, r, tmp_path / "b.json")
+    page = performance_page(tmp_path)
+    assert "| retriever, tiny-qwen3 | naive (padded, ckpt)" in page and "reranker, tiny-mistral" in page
+    assert "Retriever training step" in page and "Reranker training step" in page
+
+
+@pytest.mark.slow
+def test_compiled_layers_match_and_compile_once_for_all_layers():
+    """torch.compile (inductor on the CPU here, as on the GPU) computes the same step, and the layers
+    share their compiled graphs: no recompilation per layer or length (the LoRA tensors are plain inputs)."""
+    from torch._dynamo.utils import counters
+
+    from harness.neural.fast.bench.train import first_step_check, naive_retriever_loss
+    from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss
+
+    torch._dynamo.reset()
+    counters.clear()
+    peft = _peft("tiny-qwen3", seed=4)
+    proj = torch.nn.Linear(64, 32)
+    rows = _rows(8, 3, 40, seed=11)
+    dec = LoraFusedDecoder(peft, compile=True, checkpoint=True)
+    check = first_step_check(peft, lambda: naive_retriever_loss(peft, proj, rows[:4], rows[4:], torch.device("cpu"), tau=0.05),
+                             lambda: retriever_loss(dec, proj, rows[:4], rows[4:], torch.device("cpu"), tau=0.05),
+                             extra=list(proj.parameters()))
+    assert check["loss_rel_error"] < 1e-5 and check["gradients"]["rel_error"] < 1e-4
+    peft.train()
+    for seed in (12, 13):  # other lengths, dropout on
+        more = _rows(8, 3, 40, seed=seed)
+        retriever_loss(dec, proj, more[:4], more[4:], torch.device("cpu"), tau=0.05).backward()
+    # per function: eval / train x layer 0 (input from the frozen embedding, no grad) / later layers:
+    # at most 4 graphs for each of pre and post and 2 for the final norm, whatever the depth or lengths
+    assert counters["stats"]["unique_graphs"] <= 10, dict(counters["stats"])
