@@ -38,9 +38,9 @@ STEPS=("$@"); [ ${#STEPS[@]} -gt 0 ] || STEPS=(sbert qwen-untrained retriever sa
 
 setup() {
   mkdir -p $S/models/all-mpnet-base-v2 $S/models/Qwen2.5-Coder-0.5B-Instruct-GGUF $R $S/training
-  [ -f $S/models/all-mpnet-base-v2/config.json ] || (cd $S && cat mpnet.part0* > mpnet.tar && tar xf mpnet.tar -C models)
+  [ -f $S/models/all-mpnet-base-v2/config.json ] || (cd $S && cat mpnet.part* > mpnet.tar && tar xf mpnet.tar -C models)
   [ -f $S/models/Qwen2.5-Coder-0.5B-Instruct-GGUF/qwen2.5-coder-0.5b-instruct.gguf ] ||
-    cat $S/qwen.part0* > $S/models/Qwen2.5-Coder-0.5B-Instruct-GGUF/qwen2.5-coder-0.5b-instruct.gguf
+    cat $S/qwen.part* > $S/models/Qwen2.5-Coder-0.5B-Instruct-GGUF/qwen2.5-coder-0.5b-instruct.gguf
   [ -d /tmp/site/gguf ] || python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
 }
 h() { python3 -m harness "$@" --no-progress 2>&1 | grep -v "Batches\|Loading weights\|Converting and de-quantizing\|encoding:"; }
@@ -58,7 +58,7 @@ pipeline() {
   for step in "${STEPS[@]}"; do
     echo "== $step $(date +%T)"
     case $step in
-      sbert) run_all sbert ;;
+      sbert) for C in reddit-xsub blogs-xtopic pan18-en; do h run sbert --collection $C --runs-dir $R; done ;;
       qwen-untrained) run_all sadiri-v2-retriever --name qwen2.5-0.5b-untrained --set backbone=$QWEN ;;
       retriever)
         h train sadiri-v2-retriever --train $TRAIN --out $S/m/sadiri-v2-qwen2.5-0.5b --set backbone=$QWEN \
