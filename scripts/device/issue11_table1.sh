@@ -43,7 +43,7 @@ setup() {
     cat $S/qwen.part* > $S/models/Qwen2.5-Coder-0.5B-Instruct-GGUF/qwen2.5-coder-0.5b-instruct.gguf
   [ -d /tmp/site/gguf ] || python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
 }
-h() { python3 -m harness "$@" --no-progress 2>&1 | grep -v "Batches\|Loading weights\|Converting and de-quantizing\|encoding:"; }
+h() { python3 -m harness "$@" $([ "$1" = train ] || echo --no-progress) 2>&1 | grep -v "Batches\|Loading weights\|Converting and de-quantizing\|encoding:"; }
 trained() {  # NAME SYSTEM: keep the training log and model card beside the runs
   cp $S/m/$1/train_log.json $S/training/$1.train_log.json
   cp $S/m/$1/model/aa_model.json $S/training/$1.aa_model.json 2>/dev/null
