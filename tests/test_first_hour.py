@@ -113,6 +113,26 @@ def test_slow_encoding_is_estimated_and_warned_with_advice(monkeypatch, capsys):
     assert list(timings) == ["encode candidates", "encode queries", "search"]
 
 
+def test_a_slow_first_chunk_alone_does_not_warn(monkeypatch, capsys):
+    """One-time costs (CUDA start, compilation, dequantization) land in the first chunk: no warning from it."""
+    from harness import progress
+
+    class WarmUpThenFast(SlowEncoder):
+        calls = 0
+
+        def encode(self, documents):
+            self.calls += 1
+            if self.calls == 1:
+                time.sleep(0.2)
+            return np.ones((len(documents), 2), dtype=np.float32)
+
+    monkeypatch.setenv("AA_HARNESS_WARN_SECONDS", "0.5")
+    docs = [Document(f"d{i}", ("a",), "x", "g") for i in range(200)]
+    with progress.enabled(False), progress.seed_scope(len(docs), what="warm"):
+        progress.encode_with_progress(WarmUpThenFast().encode, docs, "encode candidates")
+    assert "warning" not in capsys.readouterr().err
+
+
 def test_cached_first_documents_do_not_hide_a_slow_model(monkeypatch, capsys):
     """The first documents come from an embedding cache (instant); the rest are slow: still warned."""
     from harness import progress
