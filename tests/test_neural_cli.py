@@ -26,7 +26,10 @@ def test_train_then_run_sadiri_from_the_cli(tiny_bert_dir, tmp_path, isolated_ca
                  "--seeds", "0", "--name", "sadiri-tiny", "--runs-dir", str(tmp_path / "runs"),
                  "--splits-dir", str(ROOT / "splits"), "--no-progress"]) == 0
     res = read_result(tmp_path / "runs" / "demo" / "sadiri-tiny" / "seed-0.json")
-    assert res["system"] == "sadiri" and res["config"]["model"] == str(tmp_path / "m" / "model")
+    # the model is recorded by content hash and card, never by the machine path it was read from
+    assert res["system"] == "sadiri" and res["config"]["model"].startswith("sha256:")
+    assert str(tmp_path) not in json.dumps(res["config"])
+    assert res["extra"]["model_card"]["system"] == "sadiri" and res["extra"]["model_card"]["steps"] == 2
     assert res["extra"]["trained"] is True and res["n_queries"] == 60
 
 
