@@ -17,7 +17,7 @@ def test_sections_split_the_flat_config_by_purpose():
     sections = config_sections(cfg)
     assert {"tau", "lr", "authors_per_batch", "grad_accumulation", "lora_r", "projection_init"} <= set(sections["recipe"])
     assert {"encode_max_tokens", "fast_path", "search_index", "search_nprobe", "cache"} == set(sections["inference"])
-    assert {"grad_checkpointing", "checkpoint_every", "max_steps", "micro_batch"} == set(sections["training run"])
+    assert {"grad_checkpointing", "checkpoint_every", "max_steps", "micro_batch", "fast_training"} == set(sections["training run"])
     assert sections["model"] == {"model": None} and sections["runtime"] == {"device": "auto"}
     merged = {k: v for part in sections.values() for k, v in part.items()}
     assert merged == config_dict(cfg)  # the recorded config keeps its flat shape

@@ -298,3 +298,32 @@ def test_v2_centered_unit_projection_starts_the_dot_product_loss_at_cosine_scale
     torch.manual_seed(0)
     again = new_for_training(cfg, docs)
     assert torch.equal(model.projection.weight, again.projection.weight)
+
+
+def test_v2_fast_training_gives_the_plain_paths_losses_and_weights(tiny_qwen3_dir, tmp_path, isolated_cache, monkeypatch):
+    """--set fast_training=true (the fused, packed LoRA step) trains as the Hugging Face forward does (fp32, no dropout)."""
+    from safetensors.torch import load_file
+
+    import harness.neural.fast.lora_train as lora_train
+    from plugins.sadiri_v2.retriever import train
+
+    calls, real = [], lora_train.embed_for_training
+
+    def counted(decoder, rows, device, **kw):
+        calls.append(len(rows))
+        return real(decoder, rows, device, **kw)
+
+    monkeypatch.setattr(lora_train, "embed_for_training", counted)
+    runs = {}
+    for fast in (False, True):
+        cfg = _v2_config(tiny_qwen3_dir, authors_per_batch=6, max_steps=3, lora_dropout=0.0, grad_checkpointing=False,
+                         fast_training=fast)
+        out = train(cfg, _train_docs(), tmp_path / str(fast))
+        log = json.loads((tmp_path / str(fast) / "train_log.json").read_text())
+        runs[fast] = (losses(log), load_file(out / "adapter" / "adapter_model.safetensors"),
+                      load_file(out / "projection.safetensors"))
+    (la, wa, pa), (lb, wb, pb) = runs[False], runs[True]
+    assert calls and all(n == 12 for n in calls)  # the fused step ran: 6 authors x 2 documents a batch
+    assert len(la) == 3 and np.allclose(la, lb, rtol=1e-4), (la, lb)
+    for a, b in ((wa, wb), (pa, pb)):
+        assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], rtol=1e-4, atol=1e-6) for k in a)

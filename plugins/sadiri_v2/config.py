@@ -77,7 +77,18 @@ class RetrieverRecipe(ContrastiveRecipe):
 
 
 @dataclass(frozen=True)
-class RetrieverConfig(RetrieverRecipe, LoRASpec, TrainedModel, ContrastiveTraining):
+class RetrieverTrainingRun(Section):
+    """fast_training: train through the speed layer's fused, packed LoRA step
+    (harness.neural.fast.lora_train) instead of the Hugging Face forward: the same loss and
+    gradients (tested in fp32), one process only. Off by default until it is measured in a
+    training run, not only in `aa-harness bench train`."""
+
+    purpose: ClassVar[str] = "training run"
+    fast_training: bool = False
+
+
+@dataclass(frozen=True)
+class RetrieverConfig(RetrieverRecipe, LoRASpec, TrainedModel, RetrieverTrainingRun, ContrastiveTraining):
     """The SADIRI-v2 retriever: its recipe and LoRA, how to run them, how to encode.
 
     backbone: hub id or local folder (a GGUF folder works); the default is the paper's smallest.

@@ -154,5 +154,9 @@ class RetrieverSystem(EncoderSystem):
 
 
 def train(config: RetrieverConfig, documents, out_dir: Path, embed_batch=None) -> Path:
+    if embed_batch is None and config.fast_training:
+        from harness.neural.fast.lora_train import fused_embed_batch
+
+        embed_batch = fused_embed_batch(checkpoint=config.grad_checkpointing)
     return train_system(lambda: new_for_training(config, documents), config, documents, out_dir, save,
                         embed_batch=embed_batch)

@@ -212,3 +212,24 @@ def retriever_loss(decoder: LoraFusedDecoder, finish: Callable[[torch.Tensor], t
     emb = embed_for_training(decoder, [*rows_a, *rows_b], device, finish=finish)
     n = len(rows_a)
     return supcon_loss(emb[:n], emb[n:], tau, cosine=cosine)
+
+
+def fused_embed_batch(*, checkpoint: bool = False, compile: bool = False):
+    """An `embed_batch` hook for harness.neural.training: a LLM bi-encoder's training forward
+    through a LoraFusedDecoder (its rows in one pack, LoRA inside the fused products), pooled
+    and finished (projected) as the model does. One process only: the hook calls the model's
+    layers directly, bypassing the DDP wrapper whose forward arms the gradient all-reduce.
+    compile stays off by default: torch.compile of these layers failed on an H100 (torch 2.11)."""
+    from harness.errors import HarnessError
+
+    decoders: dict[int, LoraFusedDecoder] = {}
+
+    def embed_batch(wrapped, model, features, device):
+        if isinstance(wrapped, torch.nn.parallel.DistributedDataParallel):
+            raise HarnessError("fast_training runs on one process (it bypasses DDP's gradient sync); "
+                               "drop --set fast_training=true under torchrun")
+        if id(model) not in decoders:
+            decoders[id(model)] = LoraFusedDecoder(model.backbone, compile=compile, checkpoint=checkpoint)
+        return embed_for_training(decoders[id(model)], features, device, pooling=model.pooling, finish=model.finish)
+
+    return embed_batch
