@@ -240,7 +240,7 @@ def cmd_leaderboard(args) -> int:
     written = write_leaderboards(args.runs_dir, args.out, plots=not args.no_plots, splits_dir=args.splits_dir,
                                  allow_empty=args.allow_empty)
     print(f"wrote {len(written)} files to {args.out}: {', '.join(p.name for p in written)}")
-    print(summary(args.runs_dir))
+    print(summary(args.runs_dir, args.splits_dir))
     print(f"the tables: {Path(args.out) / 'main.md'}")
     return 0
 

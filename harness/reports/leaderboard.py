@@ -39,9 +39,9 @@ def header(runs_dir: Path) -> str:
     return HEADER.replace("leaderboards/runs", shown)
 
 
-def summary(runs_dir: Path) -> str:
+def summary(runs_dir: Path, splits_dir: Path | None = None) -> str:
     """A few lines for the terminal: per collection, the runs and the best by Success@8."""
-    runs = load_runs(Path(runs_dir))
+    runs = load_runs(Path(runs_dir), splits_dir)
     if not runs:
         return f"no results under {runs_dir}"
     lines = []

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -79,6 +79,13 @@ class Padded:
             ids[i, :len(r)] = r
         positions = np.broadcast_to(np.arange(width, dtype=np.int64), ids.shape)
         return cls(to_device(ids, device), to_device(positions, device), lengths)
+
+
+def compiled(fns: Sequence[Callable], device: torch.device, compile: bool | None) -> list[Callable]:
+    """The elementwise functions, torch.compile'd on CUDA unless `compile` says otherwise."""
+    if device.type == "cuda" if compile is None else compile:
+        return [torch.compile(fn, dynamic=True) for fn in fns]
+    return list(fns)
 
 
 def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -257,11 +264,8 @@ class FusedDecoder:
                 "w_gu": _fuse([m.gate_proj, m.up_proj]),
                 "w_down": m.down_proj.weight,
             })
-        device = next(model.parameters()).device
-        compile = device.type == "cuda" if compile is None else compile
-        self.pre = torch.compile(_pre_attention, dynamic=True) if compile else _pre_attention
-        self.post = torch.compile(_post_attention, dynamic=True) if compile else _post_attention
-        self.final = torch.compile(_rms, dynamic=True) if compile else _rms
+        self.pre, self.post, self.final = compiled((_pre_attention, _post_attention, _rms),
+                                                   next(model.parameters()).device, compile)
 
     @staticmethod
     def supports(model: torch.nn.Module) -> bool:

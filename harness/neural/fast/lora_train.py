@@ -30,6 +30,7 @@ from harness.neural.fast.fused_decoder import (
     _rms,
     _rotate,
     _varlen_attention,
+    compiled,
 )
 
 _ADAPTER = "default"
@@ -152,11 +153,7 @@ class LoraFusedDecoder:
                     if any(hasattr(x, "lora_A") for x in mod) and _lora_of(mod) is None]
             if lone:
                 raise ValueError(f"LoRA on part of {', '.join(lone)}: the fused path needs all of them or none")
-        device = next(base.parameters()).device
-        compile = device.type == "cuda" if compile is None else compile
-        self.pre = torch.compile(_pre, dynamic=True) if compile else _pre
-        self.post = torch.compile(_post, dynamic=True) if compile else _post
-        self.final = torch.compile(_rms, dynamic=True) if compile else _rms
+        self.pre, self.post, self.final = compiled((_pre, _post, _rms), next(base.parameters()).device, compile)
 
     @property
     def training(self) -> bool:

@@ -108,23 +108,22 @@ def _dropout_off(peft):
 def first_step_check(peft, naive: Callable[[], torch.Tensor], fast: Callable[[], torch.Tensor],
                      extra: Sequence[torch.nn.Parameter] = ()) -> dict:
     """Loss and LoRA-gradient agreement of the two paths on one batch (dropout off, no optimiser step)."""
-    restore = _dropout_off(peft)
-    try:
+    def clear():
         peft.zero_grad(set_to_none=True)
         for p in extra:
             p.grad = None
+
+    restore = _dropout_off(peft)
+    try:
+        clear()
         ref = naive()
         ref.backward()
         want = lora_gradients(peft, extra)
-        peft.zero_grad(set_to_none=True)
-        for p in extra:
-            p.grad = None
+        clear()
         got_loss = fast()
         got_loss.backward()
         got = lora_gradients(peft, extra)
-        peft.zero_grad(set_to_none=True)
-        for p in extra:
-            p.grad = None
+        clear()
     finally:
         restore()
     a, b = float(ref.detach()), float(got_loss.detach())
