@@ -1,10 +1,18 @@
-"""Loading Hugging Face backbones by hub id or local folder (GGUF folders included)."""
+"""Loading Hugging Face backbones by hub id or local folder (GGUF folders included).
+
+A GGUF file is dequantized on every load (about a minute for a 0.5B model), so the first load
+keeps the dequantized weights and tokenizer under `<cache>/dequantized/<gguf sha256>-<dtype>/`
+and later loads read that folder (seconds). The model's identity stays the GGUF file's.
+"""
 from __future__ import annotations
 
+import hashlib
+import shutil
 from pathlib import Path
 
 import torch
 
+from harness.neural.embed_cache import cache_root
 from harness.neural.models import resolve_model
 
 
@@ -17,15 +25,74 @@ def _gguf_file(path: str) -> str | None:
     return None
 
 
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def dequantized_folder(path: str, gguf: str, dtype: torch.dtype) -> Path:
+    """Where the dequantized copy of `path/gguf` in `dtype` is kept (it may not exist yet)."""
+    return cache_root() / "dequantized" / f"{_file_sha256(Path(path) / gguf)[:24]}-{str(dtype).removeprefix('torch.')}"
+
+
+def _with_pad(tok):
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
 def load_tokenizer(ref: str):
     from transformers import AutoTokenizer
 
     path = resolve_model(ref)
     gguf = _gguf_file(path)
-    tok = AutoTokenizer.from_pretrained(path, **({"gguf_file": gguf} if gguf else {}))
-    if tok.pad_token_id is None:
-        tok.pad_token = tok.eos_token
-    return tok
+    return _with_pad(AutoTokenizer.from_pretrained(path, **({"gguf_file": gguf} if gguf else {})))
+
+
+def _load_gguf(path: str, gguf: str, dtype: torch.dtype):
+    """Model and tokenizer of a GGUF folder, through the dequantized cache."""
+    from transformers import AutoModel, AutoTokenizer
+
+    cached = dequantized_folder(path, gguf, dtype)
+    if (cached / "config.json").is_file():
+        return AutoModel.from_pretrained(cached, dtype=dtype), _with_pad(AutoTokenizer.from_pretrained(cached))
+    model = AutoModel.from_pretrained(path, dtype=dtype, gguf_file=gguf)
+    tok = AutoTokenizer.from_pretrained(path, gguf_file=gguf)
+    # Written aside and renamed, so a crash never leaves a half folder that later loads trust.
+    partial = cached.with_name(cached.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        if _save_dense(model, partial):
+            tok.save_pretrained(partial)
+            partial.rename(cached)
+    except OSError:  # a read-only or full cache only costs the next load its minute
+        pass
+    shutil.rmtree(partial, ignore_errors=True)
+    return model, _with_pad(tok)
+
+
+def _save_dense(model, folder: Path) -> bool:
+    """The dequantized model as a plain Hugging Face folder (config + safetensors). Transformers
+    refuses to save a model loaded from GGUF, though its weights are dense once dequantized;
+    False (nothing kept) when they are not, e.g. weights left in GGUF blocks for a kernel."""
+    import copy
+
+    from safetensors.torch import save_file
+
+    state = model.state_dict()
+    if not state or not all(t.is_floating_point() for t in state.values()):
+        return False
+    config = copy.deepcopy(model.config)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    folder.mkdir(parents=True)
+    config.save_pretrained(folder)
+    # clone: tied weights share storage, which safetensors refuses
+    save_file({k: t.detach().clone().contiguous() for k, t in state.items()}, str(folder / "model.safetensors"))
+    return True
 
 
 def load_backbone(ref: str, dtype: torch.dtype = torch.float32):
@@ -38,6 +105,7 @@ def load_backbone(ref: str, dtype: torch.dtype = torch.float32):
 
     path = resolve_model(ref)
     gguf = _gguf_file(path)
-    kwargs = {"gguf_file": gguf} if gguf else {}
-    model = AutoModel.from_pretrained(path, dtype=dtype, **kwargs)
-    return model, load_tokenizer(ref), path
+    if gguf:
+        model, tok = _load_gguf(path, gguf, dtype)
+        return model, tok, path
+    return AutoModel.from_pretrained(path, dtype=dtype), load_tokenizer(ref), path
