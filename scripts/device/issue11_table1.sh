@@ -8,11 +8,12 @@
 # and fetch with `scripts/device/issue11_table1.sh pack` (results so far, as $OUT/*.tgz).
 # usage: issue11_table1.sh start COMMIT [STEP ...] | pack
 # Staged before, in back-to-back calls (see the closing note of issue 11):
-#   /root/stash/mpnet.part0*            the fp16 copy of all-mpnet-base-v2, tarred
-#   /root/stash/qwen.part0*             Qwen2.5-Coder-0.5B-Instruct as one GGUF file, split
-#   /root/stash/corpora/*.jsonl.gz      reddit-xsub, blogs-xtopic, pan19-en, blogs-background, enron,
+#   /root/stash/mpnet.part*             the fp16 copy of all-mpnet-base-v2, tarred
+#   /root/stash/qwen.part*              Qwen2.5-Coder-0.5B-Instruct as one GGUF file, split
+#   .stage/data/*.jsonl.gz              carried: reddit-xsub, blogs-xtopic, pan19-en, blogs-background, enron,
 #                                       train-xl.curated (the curated training pool; corpus text, never committed)
-#   .whl/gguf-*.whl                     carried in the tree
+#   .whl/gguf-*.whl                     carried
+# The GGUF is dequantized once, on the first load, into $AA_HARNESS_CACHE/dequantized.
 set -uo pipefail
 S=/root/stash
 R=$S/runs
@@ -23,6 +24,7 @@ COLLECTIONS=(reddit-xsub blogs-xtopic pan19-en)
 
 if [ "${1:-}" = pack ]; then
   cd $S && tar czf "$OUT/runs.tgz" runs && tar czf "$OUT/training.tgz" training 2>/dev/null
+  [ -d cache/neighbours ] && tar czf "$OUT/neighbours.tgz" -C cache neighbours
   cp $S/pipeline.log "$OUT/" 2>/dev/null; ls -la "$OUT"; exit 0
 fi
 if [ "${1:-}" = start ]; then  # copy the tree aside (the next call replaces this one) and run from there
@@ -42,6 +44,7 @@ setup() {
   [ -f $S/models/Qwen2.5-Coder-0.5B-Instruct-GGUF/qwen2.5-coder-0.5b-instruct.gguf ] ||
     cat $S/qwen.part* > $S/models/Qwen2.5-Coder-0.5B-Instruct-GGUF/qwen2.5-coder-0.5b-instruct.gguf
   [ -d /tmp/site/gguf ] || python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
+  if [ -d .stage/data ]; then mkdir -p $S/corpora && cp -n .stage/data/*.jsonl.gz $S/corpora/; fi
 }
 h() { python3 -m harness "$@" $([ "$1" = train ] || echo --no-progress) 2>&1 | grep -v "Batches\|Loading weights\|Converting and de-quantizing\|encoding:"; }
 trained() {  # NAME SYSTEM: keep the training log and model card beside the runs
@@ -49,6 +52,13 @@ trained() {  # NAME SYSTEM: keep the training log and model card beside the runs
   cp $S/m/$1/model/aa_model.json $S/training/$1.aa_model.json 2>/dev/null
 }
 run_all() { for C in "${COLLECTIONS[@]}"; do h run "$@" --collection $C --runs-dir $R; done; }
+variant() {  # NAME --set ...: train the retriever on Qwen2.5-0.5B with the centered-unit head, evaluate
+  local name=$1; shift
+  h train sadiri-v2-retriever --train $TRAIN --out $S/m/$name --set backbone=$QWEN --set projection_init=centered-unit \
+    --set checkpoint_every=50 "$@"
+  trained $name
+  run_all sadiri-v2-retriever --name $name --model $S/m/$name/model --set backbone=$QWEN --set projection_init=centered-unit "$@"
+}
 
 pipeline() {
   export PYTHONPATH=$PWD:/tmp/site AA_HARNESS_MODEL_DIR=$S/models AA_HARNESS_CORPORA=$S/corpora \
@@ -66,12 +76,19 @@ pipeline() {
         trained sadiri-v2-qwen2.5-0.5b
         run_all sadiri-v2-retriever --name sadiri-v2-qwen2.5-0.5b --model $S/m/sadiri-v2-qwen2.5-0.5b/model \
           --set backbone=$QWEN --set projection_init=centered-unit ;;
+      retriever-step1)  # diagnostic: the paper's recipe stopped after one step (its head as initialised)
+        variant sadiri-v2-qwen2.5-0.5b-at-step-1 --set max_steps=1 ;;
       retriever-b16)  # a named variant: one GPU's share of the paper's batch, 4x more steps, lr 1e-4
-        h train sadiri-v2-retriever --train $TRAIN --out $S/m/sadiri-v2-qwen2.5-0.5b-b16-lr1e-4 --set backbone=$QWEN \
-          --set projection_init=centered-unit --set authors_per_batch=16 --set lr=1e-4 --set checkpoint_every=50
-        trained sadiri-v2-qwen2.5-0.5b-b16-lr1e-4
-        run_all sadiri-v2-retriever --name sadiri-v2-qwen2.5-0.5b-b16-lr1e-4 --model $S/m/sadiri-v2-qwen2.5-0.5b-b16-lr1e-4/model \
-          --set backbone=$QWEN --set projection_init=centered-unit --set authors_per_batch=16 --set lr=1e-4 ;;
+        variant sadiri-v2-qwen2.5-0.5b-b16-lr1e-4 --set authors_per_batch=16 --set lr=1e-4 ;;
+      retriever-cosine-b16)  # a named variant: cosine similarity (not the paper's dot product), b16, lr 1e-4
+        variant sadiri-v2-qwen2.5-0.5b-cosine-b16-lr1e-4 --set similarity=cosine --set authors_per_batch=16 --set lr=1e-4 ;;
+      sadiri-untrained) run_all sadiri --name mpnet-untrained --set backbone=$MPNET ;;
+      neighbours)  # the reranker's SBERT neighbourhoods of the training pool, for a later machine
+        python3 -c "
+from harness.data.collection import read_documents
+from plugins.sadiri_v2.config import RerankerConfig
+from plugins.sadiri_v2.reranker_training import QueryNegatives
+QueryNegatives(list(read_documents(['$TRAIN']).values()), RerankerConfig(sbert_model='$MPNET')).neighbours(print)" ;;
       sadiri)
         h train sadiri --train $TRAIN --out $S/m/sadiri-mpnet --set backbone=$MPNET
         trained sadiri-mpnet
