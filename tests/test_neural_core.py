@@ -103,3 +103,15 @@ def test_exact_search_applies_the_tie_rule(backend):
     got = top_k_by_backend(queries, cands, ids, 10, backend=backend)
     for q, ranked in zip(queries, got):
         assert [c for c, _ in ranked] == order(zip(ids, (cands @ q).tolist()))[:10]
+
+
+def test_backbone_without_gradient_checkpointing_trains_without_it():
+    """MPNet (all-mpnet-base-v2, the SADIRI stand-in) has no gradient checkpointing: training
+    goes on without it instead of failing."""
+    from transformers import MPNetConfig, MPNetModel
+
+    from harness.neural.encoder import checkpoint_backbone
+
+    mpnet = MPNetModel(MPNetConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                   intermediate_size=32))
+    assert checkpoint_backbone(mpnet) is False

@@ -56,8 +56,18 @@ class BiEncoder(torch.nn.Module):
             for p in pooler.parameters():
                 p.requires_grad_(False)
 
-    def enable_gradient_checkpointing(self) -> None:
-        pass
+    def enable_gradient_checkpointing(self) -> bool:
+        """Recompute activations in the backward pass; False when the backbone cannot."""
+        return False
+
+
+def checkpoint_backbone(backbone) -> bool:
+    """Turn on a Hugging Face model's gradient checkpointing; False (training goes on without it,
+    using more memory) for architectures that lack it, e.g. MPNet."""
+    if not getattr(backbone, "supports_gradient_checkpointing", False):
+        return False
+    backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    return True
 
 
 class TokenBiEncoder(BiEncoder):
@@ -96,8 +106,8 @@ class TokenBiEncoder(BiEncoder):
         # none are passed here; decoders read with left padding override this (reranker).
         return self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
-    def enable_gradient_checkpointing(self) -> None:
-        self.backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    def enable_gradient_checkpointing(self) -> bool:
+        return checkpoint_backbone(self.backbone)
 
     pooling = "mean"  # or "last" (the last real token's state)
     fused_decoder = None  # set by harness.neural.fast.enable_fast_path for Llama-family decoders

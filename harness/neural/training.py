@@ -198,8 +198,8 @@ def train_loop(model: BiEncoder, task: TrainingTask, recipe, out_dir: Path, *, s
     model.to(device)
     for p in model.trainable_parameters():
         p.data = p.data.float()  # fp32 master weights for what trains; bf16 only inside autocast
-    if recipe.grad_checkpointing:
-        model.enable_gradient_checkpointing()
+    if recipe.grad_checkpointing and not model.enable_gradient_checkpointing():
+        log(f"gradient checkpointing: not supported by {type(model).__name__}'s backbone; training without it")
     model.train()
     wrapped = model
     if size > 1:

@@ -6,7 +6,7 @@ from typing import Sequence
 
 import torch
 
-from harness.neural.encoder import BiEncoder
+from harness.neural.encoder import BiEncoder, checkpoint_backbone
 from harness.neural.pooling import mean_pool
 
 
@@ -65,8 +65,8 @@ class LUAR(BiEncoder):
     def identity(self) -> str:
         return self._identity
 
-    def enable_gradient_checkpointing(self) -> None:
-        self.transformer.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    def enable_gradient_checkpointing(self) -> bool:
+        return checkpoint_backbone(self.transformer)
 
 
 def released_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

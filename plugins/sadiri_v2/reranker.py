@@ -15,7 +15,7 @@ from harness.atomic import atomic_write_text
 from harness.data.documents import Document
 from harness.errors import HarnessError
 from harness.neural.device import autocast, device_label, pick_device
-from harness.neural.encoder import TokenBiEncoder, embed_features
+from harness.neural.encoder import TokenBiEncoder, checkpoint_backbone, embed_features
 from harness.neural.fast.enable import enable_fast_path
 from harness.neural.hf import load_backbone
 from harness.neural.models import weights_fingerprint
@@ -61,9 +61,8 @@ class PairScorer(TokenBiEncoder):
     def identity(self) -> str:
         return self._identity
 
-    def enable_gradient_checkpointing(self) -> None:
-        base = self.backbone.get_base_model() if hasattr(self.backbone, "get_base_model") else self.backbone
-        base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    def enable_gradient_checkpointing(self) -> bool:
+        return checkpoint_backbone(self.backbone.get_base_model() if hasattr(self.backbone, "get_base_model") else self.backbone)
 
 
 def new_for_training(config: RerankerConfig) -> PairScorer:

@@ -9,7 +9,7 @@ import torch
 
 from harness.atomic import atomic_write_text
 from harness.errors import HarnessError
-from harness.neural.encoder import TokenBiEncoder
+from harness.neural.encoder import TokenBiEncoder, checkpoint_backbone
 from harness.neural.hf import load_backbone
 from harness.neural.models import weights_fingerprint
 from harness.neural.system import EncoderSystem, train_system
@@ -37,9 +37,8 @@ class LLMRetriever(TokenBiEncoder):
     def identity(self) -> str:
         return self._identity
 
-    def enable_gradient_checkpointing(self) -> None:
-        base = self.backbone.get_base_model() if hasattr(self.backbone, "get_base_model") else self.backbone
-        base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    def enable_gradient_checkpointing(self) -> bool:
+        return checkpoint_backbone(self.backbone.get_base_model() if hasattr(self.backbone, "get_base_model") else self.backbone)
 
 
 def _dtype() -> torch.dtype:

@@ -28,13 +28,13 @@ if [ "${1:-}" = pack ]; then
   cp $S/pipeline.log "$OUT/" 2>/dev/null; ls -la "$OUT"; exit 0
 fi
 if [ "${1:-}" = start ]; then  # copy the tree aside (the next call replaces this one) and run from there
-  rm -rf $S/tree && mkdir -p $S && cp -a . $S/tree
+  T=$S/tree-$(date +%s) && mkdir -p $S && cp -a . $T  # its own copy: an earlier pipeline may still run
   shift
-  setsid bash $S/tree/scripts/device/issue11_table1.sh pipeline "$@" > $S/pipeline.log 2>&1 < /dev/null &
-  sleep 10; cat $S/pipeline.log; exit 0
+  setsid bash $T/scripts/device/issue11_table1.sh pipeline "$@" >> $S/pipeline.log 2>&1 < /dev/null &
+  sleep 10; tail -3 $S/pipeline.log; exit 0
 fi
 [ "${1:-}" = pipeline ] || { echo "usage: $0 start COMMIT [STEP ...] | pack" >&2; exit 2; }
-cd $S/tree
+cd "$(dirname "$0")/../.."
 COMMIT=$2; shift 2
 STEPS=("$@"); [ ${#STEPS[@]} -gt 0 ] || STEPS=(sbert qwen-untrained retriever sadiri luar)
 
