@@ -182,6 +182,144 @@ def test_reranker_resume_equals_uninterrupted(tiny_qwen3_dir, tmp_path, isolated
     assert len(la) == 8 and np.allclose(la, lb, atol=1e-5)
 
 
+def test_pair_parts_split_each_pair_where_pair_features_joins_it(tiny_qwen3_dir):
+    """The shared-prefix training step reads a pair as `pair_parts` splits it: the prefix is BOS
+    (when the tokenizer has one) + the query's first max_query_tokens tokens + the delimiter, a
+    candidate its first max_candidate_tokens tokens + EOS, and prefix + candidate is exactly
+    `pair_features`' row; with the tiny Qwen3 tokenizer (no BOS) and with a BOS added to it."""
+    from transformers import AutoTokenizer
+
+    from plugins.sadiri_v2.reranker import PairScorer, new_for_training
+
+    cfg = _config(tiny_qwen3_dir, max_query_tokens=20, max_candidate_tokens=12)
+    model = new_for_training(cfg)
+    with_bos = AutoTokenizer.from_pretrained(tiny_qwen3_dir)
+    with_bos.add_special_tokens({"bos_token": "<test-bos>"})
+    docs = _docs()
+    query, cands = docs[0].fullText, [docs[1].fullText, "short one", docs[3].fullText]
+    for tok in (model.tokenizer, with_bos):
+        scorer = PairScorer(model.backbone, tok, model.head, cfg, "test")
+        prefix, parts = scorer.pair_parts(query, cands)
+        assert scorer.pair_features(query, cands) == [prefix + part for part in parts]
+        bos = [tok.bos_token_id] if tok.bos_token_id is not None else []
+        q = tok(query, add_special_tokens=False)["input_ids"]
+        delimiter = tok(cfg.delimiter, add_special_tokens=False)["input_ids"]
+        assert len(q) > 20 and delimiter and prefix == bos + q[:20] + delimiter
+        full = [tok(c, add_special_tokens=False)["input_ids"] for c in cands]
+        assert len(full[0]) > 12 and len(full[1]) < 12  # one candidate truncated, one not
+        assert parts == [ids[:12] + [tok.eos_token_id] for ids in full]
+    assert model.bos == [] and scorer.bos == [with_bos.bos_token_id]
+
+
+def _fast_and_plain_step(tiny_qwen3_dir, fast: bool, **kw):
+    """One optimizer step of the training task on 3 queries x (1 + 4) candidates, queries and
+    candidates truncated, micro-batches of 2 queries; LoRA B drawn at random (PEFT starts it at
+    zero, which would leave every LoRA A gradient zero), dropout off."""
+    from harness.neural.fast.prefix_train import shared_prefix_score_groups
+    from plugins.sadiri_v2.reranker import new_for_training
+    from plugins.sadiri_v2.reranker_training import QueryNegatives
+
+    cfg = _config(tiny_qwen3_dir, max_query_tokens=24, max_candidate_tokens=16, lora_dropout=0.0, queries_per_batch=3,
+                  micro_batch=2, **kw)
+    torch.manual_seed(0)
+    model = new_for_training(cfg)
+    for name, p in model.named_parameters():
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, std=0.02)
+    model.train()
+    task = QueryNegatives(_docs(), cfg, score_groups=shared_prefix_score_groups() if fast else None)
+    batch = task.examples(0, lambda *_: None)[:3]
+    optimizer = torch.optim.Adam(model.trainable_parameters(), lr=cfg.lr)
+    out = task.step(model, model, batch, [len(batch)], torch.device("cpu"), False, 1.0, True)
+    grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+    optimizer.step()
+    weights = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+    return out, grads, weights, task, model, batch
+
+
+def test_fast_training_step_equals_the_concatenated_pairs_step(tiny_qwen3_dir, monkeypatch):
+    """`fast_training`'s score_groups hook (the shared-prefix step) gives the concatenated pairs'
+    step: the same loss, documents and tokens, LoRA and head gradients, and weights after Adam
+    (fp32); it ran, on each query's pairs split as `pair_parts` splits them, whose prefix +
+    candidate rows are `pair_features`'."""
+    from harness.neural.fast import prefix_train
+
+    seen, real = [], prefix_train.shared_prefix_scores
+
+    def recording(decoder, head, groups, device):
+        seen.append(groups)
+        return real(decoder, head, groups, device)
+
+    monkeypatch.setattr(prefix_train, "shared_prefix_scores", recording)
+    plain, plain_grads, plain_weights, *_ = _fast_and_plain_step(tiny_qwen3_dir, fast=False)
+    assert not seen
+    fast, fast_grads, fast_weights, task, model, batch = _fast_and_plain_step(tiny_qwen3_dir, fast=True)
+    assert [len(g) for g in seen] == [2, 1]  # one pack per micro-batch of queries
+    groups = [g for piece in seen for g in piece]
+    for (q, *cands), (prefix, parts) in zip(batch, groups):
+        rows = model.pair_features(task.docs[q].fullText, [task.docs[i].fullText for i in cands])
+        assert [list(prefix) + list(part) for part in parts] == rows and len(rows) == 5
+    assert any(len(prefix) == 24 + len(model.delimiter_ids) for prefix, _ in groups)  # a truncated query
+    assert fast.loss == pytest.approx(plain.loss, rel=1e-5) and (fast.documents, fast.tokens) == (plain.documents, plain.tokens)
+    assert plain_grads.keys() == fast_grads.keys() and any("head" in n for n in plain_grads)
+    assert sum("lora_A" in n or "lora_B" in n for n in plain_grads) == 2 * 7 * 2
+    g = torch.cat([plain_grads[n].flatten() for n in plain_grads])
+    h = torch.cat([fast_grads[n].flatten() for n in plain_grads])
+    assert float((g - h).norm() / g.norm()) < 1e-5  # measured 7e-7; the worst tensor 1e-6
+    assert max(float((fast_grads[n] - plain_grads[n]).norm() / plain_grads[n].norm()) for n in plain_grads) < 1e-4
+    assert all(torch.allclose(fast_weights[n], plain_weights[n], rtol=1e-4, atol=1e-6) for n in plain_weights)
+
+
+def test_fast_training_refuses_ddp(tiny_qwen3_dir, tmp_path, monkeypatch):
+    """Under torchrun the trainer says so before any work; the hook refuses a DDP-wrapped model."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    from harness.errors import HarnessError
+    from harness.neural.fast.prefix_train import shared_prefix_score_groups
+    from plugins.sadiri_v2.reranker_training import train
+
+    with pytest.raises(HarnessError, match="one process"):
+        shared_prefix_score_groups()(object.__new__(DistributedDataParallel), None, [], torch.device("cpu"))
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(HarnessError, match="drop --set fast_training=true under torchrun"):
+        train(_config(tiny_qwen3_dir, fast_training=True), _docs(), tmp_path / "ddp", log=lambda *_: None)
+    assert not (tmp_path / "ddp").exists()
+
+
+@pytest.mark.slow
+def test_reranker_fast_training_equals_the_plain_training(tiny_qwen3_dir, tmp_path, isolated_cache, monkeypatch):
+    """`--set fast_training=true` trains as the concatenated pairs do: 3 optimizer steps over two
+    epochs (8 queries an epoch, 2 a batch, accumulation 2, micro-batches of 1 query) give the same
+    losses and the same LoRA and head weights (fp32, LoRA dropout off), and the shared-prefix
+    step ran. lr 2e-4: Adam divides each gradient by its own size, so float noise in gradients
+    near zero moves weights in proportion to lr (at 1e-3 the worst weight used half the tolerance)."""
+    from safetensors.torch import load_file
+
+    from harness.neural.fast import prefix_train
+    from harness.neural.training import losses
+    from plugins.sadiri_v2.reranker_training import train
+
+    calls, real = [], prefix_train.shared_prefix_scores
+
+    def counted(decoder, head, groups, device):
+        calls.append(len(groups))
+        return real(decoder, head, groups, device)
+
+    monkeypatch.setattr(prefix_train, "shared_prefix_scores", counted)
+    runs = {}
+    for fast in (False, True):
+        cfg = _config(tiny_qwen3_dir, max_query_tokens=32, max_candidate_tokens=24, lora_dropout=0.0, queries_per_batch=2,
+                      micro_batch=1, epochs=2, max_steps=3, lr=2e-4, fast_training=fast)
+        out = train(cfg, _docs(), tmp_path / str(fast), log=lambda *_: None)
+        runs[fast] = (losses(json.loads((tmp_path / str(fast) / "train_log.json").read_text())),
+                      load_file(out / "adapter" / "adapter_model.safetensors"), load_file(out / "head.safetensors"))
+    (la, wa, ha), (lb, wb, hb) = runs[False], runs[True]
+    assert calls == [1] * 12  # 3 steps x 2 batches x 2 queries, one query a forward
+    assert len(la) == 3 and np.allclose(la, lb, rtol=1e-4), (la, lb)
+    for a, b in ((wa, wb), (ha, hb)):
+        assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], rtol=1e-4, atol=1e-6) for k in a)
+
+
 class LengthReranker:
     """Scores a candidate by its text length: an obvious order to check the rerank plumbing."""
 

@@ -1,5 +1,8 @@
-"""Supervised contrastive loss of the paper's Eq. 2 with in-batch negatives."""
+"""The paper's Eq. 2: the supervised contrastive loss with in-batch negatives (bi-encoders), and
+its cross-encoder form over one query's candidates (the reranker)."""
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -20,3 +23,11 @@ def supcon_loss(a: torch.Tensor, b: torch.Tensor, tau: float, *, cosine: bool) -
     logits = logits.masked_fill(torch.eye(2 * n, dtype=torch.bool, device=z.device), float("-inf"))
     target = torch.cat([torch.arange(n, 2 * n), torch.arange(0, n)]).to(z.device)
     return F.cross_entropy(logits, target)
+
+
+def candidates_loss(scores: Sequence[torch.Tensor], tau: float) -> torch.Tensor:
+    """Eq. 2 for a cross-encoder, summed over queries: each tensor holds one query's candidate
+    scores, its positive first, and adds -log softmax(scores / tau)[0] (in fp32). The sum, not
+    the mean, so that a trainer can divide by the global batch; the reranker's training step,
+    the speed layer's `reranker_loss` and `aa-harness bench train reranker` all use it."""
+    return sum(F.cross_entropy((s.float() / tau)[None], s.new_zeros(1, dtype=torch.long)) for s in scores)

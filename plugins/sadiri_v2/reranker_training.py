@@ -3,6 +3,7 @@ share of the training authors, a query, its positive and m negatives drawn by st
 the query's and the positive's SBERT neighbourhoods and at random (the paper's Figure 1)."""
 from __future__ import annotations
 
+import os
 import random
 import time
 from pathlib import Path
@@ -26,15 +27,22 @@ class QueryNegatives:
 
     Each process scores its shard of the batch, `micro_batch` queries a forward (0: the whole
     shard); the gradients are scaled so that DDP's average equals the one-process mean.
+
+    A query's pairs are split as `PairScorer.pair_parts` gives them: one prefix (BOS query
+    U+2980) and its 1 + m candidates (candidate EOS); `pair_features` is exactly prefix +
+    candidate. The `score_groups` hook scores such groups (one tensor per query, the positive
+    first): by default each pair as one row through `embed_batch` (the Hugging Face forward);
+    with `fast_training`, the speed layer's shared-prefix step, which runs each prefix once.
     """
 
     unit = "queries"
 
-    def __init__(self, documents: Sequence[Document], config: RerankerConfig, embed_batch=None):
+    def __init__(self, documents: Sequence[Document], config: RerankerConfig, embed_batch=None, score_groups=None):
         from harness.neural.training import default_embed_batch
 
         self.config = config
         self.embed_batch = embed_batch or default_embed_batch
+        self.score_groups = score_groups or self.score_pairs
         self.docs = sorted(documents, key=lambda d: (d.authorIDs[0], d.documentID))
         self.authors = [d.authorIDs[0] for d in self.docs]
         self.by_author: dict[str, list[int]] = {}
@@ -90,10 +98,16 @@ class QueryNegatives:
             batches[-2] += batches.pop()
         return batches
 
-    def step(self, wrapped, model, shard, sizes, device, amp, scale, last):
-        import torch.nn.functional as F
+    def score_pairs(self, wrapped, model, groups, device) -> list[torch.Tensor]:
+        """The plain `score_groups`: every pair as one row, prefix + candidate (the rows of
+        `pair_features`), through `embed_batch`; one tensor of scores per group."""
+        features = [[*prefix, *cand] for prefix, cands in groups for cand in cands]
+        scores = self.embed_batch(wrapped, model, features, device)[:, 0]
+        return list(scores.split([len(cands) for _, cands in groups]))
 
+    def step(self, wrapped, model, shard, sizes, device, amp, scale, last):
         from harness.neural import distributed as D
+        from harness.neural.losses import candidates_loss
         from harness.neural.training import StepResult
 
         c, total, procs = self.config, sum(sizes), len(sizes)
@@ -101,19 +115,17 @@ class QueryNegatives:
         pieces = [shard[i:i + micro] for i in range(0, len(shard), micro)]
         loss_sum, docs, tokens = 0.0, 0, 0
         for k, piece in enumerate(pieces):
-            features, counts = [], []
-            for q, *cands in piece:
-                features += model.pair_features(self.docs[q].fullText, [self.docs[i].fullText for i in cands])
-                counts.append(len(cands))
+            groups = [model.pair_parts(self.docs[q].fullText, [self.docs[i].fullText for i in cands]) for q, *cands in piece]
             with D.sync_grads(wrapped, last and k == len(pieces) - 1):
                 with autocast(device, amp):
-                    scores = self.embed_batch(wrapped, model, features, device)[:, 0].float()
-                ce = sum(F.cross_entropy(s[None, :] / c.tau, s.new_zeros(1, dtype=torch.long))
-                         for s in torch.split(scores, counts))
+                    scores = self.score_groups(wrapped, model, groups, device)
+                ce = candidates_loss(scores, c.tau)
                 (ce * (scale * procs / total)).backward()
             loss_sum += float(ce.detach())
-            docs += len(features)
-            tokens += sum(len(f) for f in features)
+            docs += sum(len(cands) for _, cands in groups)
+            # the pairs' tokens, whichever path reads them (the shared prefix runs fewer), so that
+            # tokens per second compares the two paths on the same work
+            tokens += sum(len(prefix) + len(cand) for prefix, cands in groups for cand in cands)
         if procs > 1:
             import torch.distributed as dist
 
@@ -125,12 +137,23 @@ class QueryNegatives:
 
 def train(config: RerankerConfig, documents: Sequence[Document], out_dir: Path, log=print, embed_batch=None) -> Path:
     """Eq. 2 with tau = 1 over 1 + m candidates per query, on the one training loop (DDP,
-    gradient accumulation, N-step checkpoints and resume). Seeds, then builds the model."""
+    gradient accumulation, N-step checkpoints and resume). Seeds, then builds the model.
+
+    `fast_training` scores through the shared-prefix step (one process); an explicit
+    `embed_batch` hook keeps the concatenated pairs and wins over it, as for the retriever."""
     from harness.config import config_sections
     from harness.neural.training import train_loop
 
+    score_groups = None
+    if embed_batch is None and config.fast_training:
+        from harness.neural.fast.prefix_train import shared_prefix_score_groups
+
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # before any work; the hook refuses DDP too
+            raise HarnessError("fast_training runs on one process (the shared-prefix step bypasses DDP's gradient "
+                               "sync); drop --set fast_training=true under torchrun")
+        score_groups = shared_prefix_score_groups(checkpoint=config.grad_checkpointing)
     torch.manual_seed(config.seed)
-    task = QueryNegatives(documents, config, embed_batch)
+    task = QueryNegatives(documents, config, embed_batch, score_groups)
     model = new_for_training(config)
     log(f"reranker: {task.size()} queries x (1 + {config.negatives}) candidates, strategy {config.strategy}, "
         f"negatives {config.negative_sampling}")

@@ -13,6 +13,10 @@ and each layer gathers, for every candidate, the prefix's keys and values in fro
 own (an index_select, whose backward sums the candidates' gradients into the prefix). The
 layers are `LoraFusedDecoder`'s, LoRA inside. Tests compare the loss and every LoRA
 gradient with PEFT's forward over the concatenated pairs in fp32.
+
+The reranker's trainer takes this step through `shared_prefix_score_groups` (its task's
+`score_groups` hook, `--set fast_training=true`), and `aa-harness bench train reranker` times
+that same hook and loss.
 """
 from __future__ import annotations
 
@@ -20,7 +24,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from harness.neural.fast.fused_decoder import to_device
 from harness.neural.fast.lora_train import Attend, LoraFusedDecoder
@@ -78,6 +81,35 @@ def reranker_loss(decoder: LoraFusedDecoder, head: Callable[[torch.Tensor], torc
                   tau: float = 1.0) -> torch.Tensor:
     """Mean over groups of Eq. 2 over each group's candidates, the first being the positive
     (the paper: one query per step, tau 1). Call .backward() on it (divided for accumulation)."""
-    losses = [F.cross_entropy((s.float() / tau)[None], torch.zeros(1, dtype=torch.long, device=s.device))
-              for s in shared_prefix_scores(decoder, head, groups, device)]
-    return torch.stack(losses).mean()
+    from harness.neural.losses import candidates_loss
+
+    return candidates_loss(shared_prefix_scores(decoder, head, groups, device), tau) / len(groups)
+
+
+def shared_prefix_score_groups(*, checkpoint: bool = False, compile: bool | None = False):
+    """A `score_groups` hook for the reranker's training task (`QueryNegatives`, with
+    `fast_training`): score_groups(wrapped, model, groups, device) -> one tensor of scores per
+    group of (prefix, candidates), `shared_prefix_scores` through a LoraFusedDecoder over
+    `model.backbone` (a PEFT decoder), finished by `model.finish` (the head); all the groups of a
+    call in one pack. The decoder is built at the first call, on the device the model is on then.
+
+    One process only: the hook calls the model's layers directly, bypassing the DDP wrapper
+    whose forward arms the gradient all-reduce. compile stays off by default, as the
+    retriever's fused step: torch.compile of these layers failed on an H100 (torch 2.11)."""
+    from harness.errors import HarnessError
+
+    decoders: dict[int, LoraFusedDecoder] = {}
+
+    def score_groups(wrapped, model, groups, device) -> list[torch.Tensor]:
+        if isinstance(wrapped, torch.nn.parallel.DistributedDataParallel):
+            raise HarnessError("fast_training runs on one process (the shared-prefix step bypasses DDP's gradient "
+                               "sync); drop --set fast_training=true under torchrun")
+        decoder = decoders.get(id(model))
+        if decoder is None or decoder.model is not model.backbone:
+            try:
+                decoder = decoders[id(model)] = LoraFusedDecoder(model.backbone, compile=compile, checkpoint=checkpoint)
+            except ValueError as e:
+                raise HarnessError(f"fast_training: {e}; drop --set fast_training=true for this backbone") from e
+        return shared_prefix_scores(decoder, model.finish, groups, device)
+
+    return score_groups

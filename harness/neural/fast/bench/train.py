@@ -8,8 +8,10 @@ the CPU), the recipe's batch padded to its longest row with an attention mask, A
   Eq. 2 (tau 1) over the candidates.
 harness: `LoraFusedDecoder` (fused layers, LoRA inside, packed, varlen attention; layers
 checkpointed or not), the retriever's documents in one pack; for the reranker the shared-prefix
-step (`prefix_train`). Both paths train the same LoRA tensors on the same batches; the first
-step's loss and LoRA gradients are compared before any optimiser step.
+step as the reranker's trainer runs it with `fast_training` (the `shared_prefix_score_groups`
+hook under the trainer's autocast, then `candidates_loss`; the trainer runs it uncompiled, so
+`--no-compile` times exactly what trains). Both paths train the same LoRA tensors on the same
+batches; the first step's loss and LoRA gradients are compared before any optimiser step.
 
 FLOPs: a forward costs 2 x non-embedding parameters per token plus causal attention
 (`Shape.causal_flops`); with frozen base weights the backward computes input gradients only
@@ -70,14 +72,27 @@ def naive_retriever_loss(peft, finish, rows_a, rows_b, device, *, tau: float, pa
 
 
 def naive_reranker_loss(peft, head, groups, device, *, tau: float = 1.0, pad_id: int = 0) -> torch.Tensor:
-    losses = []
+    from harness.neural.losses import candidates_loss
+
+    scores = []
     for prefix, cands in groups:
         ids, mask = right_padded([list(prefix) + list(c) for c in cands], pad_id)
         ids, mask = ids.to(device), mask.to(device)
         with _autocast(device):
-            scores = head(last_token_pool(peft(input_ids=ids, attention_mask=mask).last_hidden_state, mask))[:, 0]
-        losses.append(F.cross_entropy((scores.float() / tau)[None], torch.zeros(1, dtype=torch.long, device=device)))
-    return torch.stack(losses).mean()
+            scores.append(head(last_token_pool(peft(input_ids=ids, attention_mask=mask).last_hidden_state, mask))[:, 0])
+    return candidates_loss(scores, tau) / len(groups)
+
+
+def harness_reranker_loss(score_groups, scorer, groups, device, *, tau: float = 1.0) -> torch.Tensor:
+    """The reranker trainer's step with `fast_training` (its task's `QueryNegatives.step`), on
+    token ids: `score_groups` (a `shared_prefix_score_groups` hook) under the trainer's autocast,
+    then Eq. 2 summed over the groups (`candidates_loss`), here divided by their number.
+    scorer: what the hook reads of the reranker's model, `backbone` (PEFT) and `finish` (the head)."""
+    from harness.neural.losses import candidates_loss
+
+    with _autocast(device):
+        scores = score_groups(scorer.backbone, scorer, groups, device)
+    return candidates_loss(scores, tau) / len(groups)
 
 
 def lora_gradients(peft, extra: Sequence[torch.nn.Parameter] = ()) -> dict[str, torch.Tensor]:
@@ -272,8 +287,9 @@ def bench_train_retriever(model, rows: Sequence[Sequence[int]], device, *, autho
 def bench_train_reranker(model, groups, device, *, steps: int = 3, warmup: int = 2, checkpoint: bool = True,
                          compile: bool | None = None, tau: float = 1.0, log=print) -> dict:
     """groups: (prefix, candidates) per query, at least 2; one query a step, as in the paper."""
-    from harness.neural.fast.lora_train import LoraFusedDecoder
-    from harness.neural.fast.prefix_train import reranker_loss
+    from types import SimpleNamespace
+
+    from harness.neural.fast.prefix_train import shared_prefix_score_groups
 
     shape = Shape.of(model)
     peft = with_lora(model)
@@ -292,9 +308,10 @@ def bench_train_reranker(model, groups, device, *, steps: int = 3, warmup: int =
     base = peft.get_base_model()
     base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     base.config.use_cache = False
-    decoder = LoraFusedDecoder(peft, compile=compile, checkpoint=checkpoint)
+    score_groups = shared_prefix_score_groups(checkpoint=checkpoint, compile=compile)
+    scorer = SimpleNamespace(backbone=peft, finish=head)
     check = first_step_check(peft, lambda: naive_reranker_loss(peft, head, groups[:1], device, tau=tau),
-                             lambda: reranker_loss(decoder, head, groups[:1], device, tau=tau),
+                             lambda: harness_reranker_loss(score_groups, scorer, groups[:1], device, tau=tau),
                              extra=list(head_layer.parameters()))
     log(f"first step: loss naive {check['naive_loss']:.6f} harness {check['harness_loss']:.6f}; "
         f"LoRA gradient rel. error {check['gradients']['rel_error']:.2e} (cosine {check['gradients']['cosine']:.6f})")
@@ -303,8 +320,8 @@ def bench_train_reranker(model, groups, device, *, steps: int = 3, warmup: int =
                          device, warmup=warmup, steps=steps)
     base.gradient_checkpointing_disable()
     optimizer = torch.optim.Adam(params, lr=1e-4, fused=device.type == "cuda")
-    fast_t = time_steps(lambda: reranker_loss(decoder, head, next_group("harness"), device, tau=tau), optimizer,
-                        device, warmup=warmup, steps=steps)
+    fast_t = time_steps(lambda: harness_reranker_loss(score_groups, scorer, next_group("harness"), device, tau=tau),
+                        optimizer, device, warmup=warmup, steps=steps)
     pairs = int(np.mean([len(c) for _, c in groups]))
     concat_seqs = [[(len(p) + len(c), 0) for c in cs] for p, cs in groups]
     shared_seqs = [[(len(p), 0)] + [(len(c), len(p)) for c in cs] for p, cs in groups]
