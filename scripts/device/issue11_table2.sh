@@ -9,6 +9,8 @@
 # usage: issue11_table2.sh start COMMIT STEP ... | pack
 #   STEP: rerank:STRATEGY (q, p, r, q+p, q+r, p+r, q+p+r), rerank-fast:STRATEGY (the same with
 #         fast_training, for issue 13's measurement: trained only), qwen15-untrained, qwen15-cosine-b16
+#   RERANK_SET="k=v ..." adds --set flags to the reranker's training and runs (a named variant),
+#   RERANK_TAG names it ("-f0.3-b4": runs "$FIRST+reranker-STRATEGY-f0.3-b4").
 # Staged before, in back-to-back calls:
 #   /root/stash/qwen.part*   Qwen2.5-Coder-0.5B-Instruct GGUF, split
 #   /root/stash/q15.part*    Qwen2.5-Coder-1.5B-Instruct GGUF (Q4_K_M), split
@@ -26,7 +28,8 @@ RERANK_COLLECTIONS=(${RERANK_COLLECTIONS:-reddit-xsub pan19-en})
 COLLECTIONS=(reddit-xsub blogs-xtopic pan19-en)
 
 if [ "${1:-}" = pack ]; then
-  cd $S && tar czf "$OUT/runs.tgz" runs && tar czf "$OUT/training.tgz" training 2>/dev/null
+  cd $S && tar czf - runs | split -b 15000000 -d -a 1 - "$OUT/runs.tgz.part"  # files come back in 16 MiB at most
+  tar czf "$OUT/training.tgz" training 2>/dev/null
   cp $S/pipeline.log "$OUT/" 2>/dev/null; ls -la "$OUT"; exit 0
 fi
 if [ "${1:-}" = start ]; then
@@ -65,16 +68,17 @@ pipeline() {
     echo "== $step $(date +%T)"
     case $step in
       rerank:*|rerank-fast:*)
-        local strategy=${step#*:} fast=false tag=""
-        [ "${step%%:*}" = rerank-fast ] && fast=true tag=-fast
-        local name=reranker-qwen2.5-0.5b-${strategy//+/_}$tag
+        local strategy=${step#*:} fast=false tag=${RERANK_TAG:-} extra=()
+        for kv in ${RERANK_SET:-}; do extra+=(--set "$kv"); done
+        [ "${step%%:*}" = rerank-fast ] && fast=true
+        local name=reranker-qwen2.5-0.5b-${strategy//+/_}$tag$([ $fast = true ] && echo -fast)
         h train sadiri-v2-reranker --train $TRAIN --out $S/m/$name --set backbone=$QWEN --set strategy=$strategy \
-          --set fast_training=$fast --set checkpoint_every=50
+          --set fast_training=$fast --set checkpoint_every=50 "${extra[@]}"
         trained $name
-        if [ $fast = false ]; then
+        if [ "${RERANK_NO_RUN:-}" != 1 ]; then
           for C in "${RERANK_COLLECTIONS[@]}"; do
             h rerank sadiri-v2-reranker --collection $C --first-stage $FIRST --model $S/m/$name/model --runs-dir $R \
-              --set backbone=$QWEN --set strategy=$strategy --name "$FIRST+reranker-$strategy"
+              --set backbone=$QWEN --set strategy=$strategy "${extra[@]}" --name "$FIRST+reranker-$strategy$tag"
           done
         fi ;;
       qwen15-untrained) for C in "${COLLECTIONS[@]}"; do
