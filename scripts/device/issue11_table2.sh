@@ -7,7 +7,9 @@
 # Runs in the background (setsid) so it outlives one call; poll `tail /root/stash/pipeline.log`,
 # fetch with `issue11_table2.sh pack`.
 # usage: issue11_table2.sh start COMMIT STEP ... | pack
-#   STEP: rerank:STRATEGY (q, p, r, q+p, q+r, p+r, q+p+r), rerank-fast:STRATEGY (the same with
+#   STEP: ab-reranker / ab-retriever (issue 13: a short training, AB_STEPS steps, through the Hugging
+#         Face path and then fast_training; extra flags in AB_SET, e.g. "--set grad_checkpointing=false"),
+#         rerank:STRATEGY (q, p, r, q+p, q+r, p+r, q+p+r), rerank-fast:STRATEGY (the same with
 #         fast_training, for issue 13's measurement: trained only), qwen15-untrained, qwen15-cosine-b16
 #   RERANK_SET="k=v ..." adds --set flags to the reranker's training and runs (a named variant),
 #   RERANK_TAG names it ("-f0.3-b4": runs "$FIRST+reranker-STRATEGY-f0.3-b4").
@@ -81,6 +83,19 @@ pipeline() {
               --set backbone=$QWEN --set strategy=$strategy "${extra[@]}" --name "$FIRST+reranker-$strategy$tag"
           done
         fi ;;
+      ab-reranker|ab-retriever)  # issue 13: the same short training through the Hugging Face path and fast_training
+        for fast in false true; do
+          local name=${step#ab-}-qwen2.5-0.5b-ab-$([ $fast = true ] && echo fast || echo hf)
+          if [ $step = ab-reranker ]; then
+            h train sadiri-v2-reranker --train $TRAIN --out $S/m/$name --set backbone=$QWEN --set strategy=q+p+r \
+              --set grad_accumulation=1 --set micro_batch=1 --set max_steps=${AB_STEPS:-12} --set fast_training=$fast ${AB_SET:-}
+          else
+            h train sadiri-v2-retriever --train $TRAIN --out $S/m/$name --set backbone=$QWEN --set projection_init=centered-unit \
+              --set similarity=cosine --set authors_per_batch=16 --set lr=1e-4 --set max_steps=${AB_STEPS:-30} \
+              --set fast_training=$fast ${AB_SET:-}
+          fi
+          trained $name
+        done ;;
       qwen15-untrained) for C in "${COLLECTIONS[@]}"; do
           h run sadiri-v2-retriever --name qwen2.5-1.5b-untrained --set backbone=$QWEN15 --collection $C --runs-dir $R; done ;;
       qwen15-cosine-b16)
