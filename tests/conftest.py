@@ -78,3 +78,38 @@ def isolated_cache(tmp_path, monkeypatch):
     """Embedding cache in a temporary folder."""
     monkeypatch.setenv("AA_HARNESS_CACHE", str(tmp_path / "cache"))
     return tmp_path / "cache"
+
+
+# torch 2.11's varlen_attn keywords: a (-1, 0) window for causal, a scale, no enable_gqa
+VARLEN_2_11 = frozenset({"query", "key", "value", "cu_seq_q", "cu_seq_k", "max_q", "max_k", "return_aux", "scale",
+                         "window_size"})
+
+
+@pytest.fixture
+def cpu_varlen_kernel(monkeypatch):
+    """The speed layer's CUDA attention path on the CPU: `_varlen_attention` calls torch's
+    `varlen_attn` as it does on a GPU in bf16, here a stand-in computing the per-sequence SDPA, with
+    torch 2.11's keywords (no enable_gqa, so the first call probes grouped-query support).
+    install(native_gqa): whether the stand-in takes fewer key/value heads than query heads (the
+    flash kernel does) or refuses them. The probe's answer starts undecided and is restored after."""
+    from torch.nn.attention import varlen
+
+    from harness.neural.fast import fused_decoder
+
+    def install(native_gqa: bool = True):
+        calls = []
+
+        def varlen_attn(q, k, v, cu_q, cu_k, max_q, max_k, *, scale=None, window_size=(-1, -1), **kwargs):
+            assert tuple(window_size) == (-1, 0) and not kwargs
+            if not native_gqa and k.shape[1] != q.shape[1]:
+                raise RuntimeError("number of heads in key/value must equal the query's")
+            calls.append(q.shape)
+            return fused_decoder._per_sequence_attention(q, k, v, cu_q, cu_k, scale)
+
+        monkeypatch.setattr(varlen, "varlen_attn", varlen_attn)
+        monkeypatch.setattr(fused_decoder, "_use_varlen_kernel", lambda q: True)
+        monkeypatch.setattr(fused_decoder, "_varlen_options", lambda: VARLEN_2_11)
+        monkeypatch.setattr(fused_decoder, "_GQA_NATIVE", None)
+        return calls
+
+    return install

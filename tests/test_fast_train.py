@@ -57,6 +57,94 @@ def test_shared_prefix_reranker_step_matches_concatenated_pairs(arch):
     assert check["gradients"]["rel_error"] < 1e-5 and check["gradients"]["rel_error_worst_tensor"] < 1e-4
 
 
+@pytest.mark.parametrize("native_gqa", [True, False])
+def test_checkpointed_fast_steps_on_the_gpu_attention_path_match_peft(cpu_varlen_kernel, native_gqa):
+    """The trainers' hooks with checkpointing on (grad_checkpointing's default) on the GPU's attention
+    path (torch's varlen kernel, emulated on the CPU): backward runs, and the loss and every
+    gradient are PEFT's. Regression: on an H100 (torch 2.11, no enable_gqa) the first varlen call,
+    inside layer 0's checkpointed forward, probed grouped-query support with autograd on; the
+    recomputation found it decided and saved fewer tensors, a CheckpointError at the first backward."""
+    from types import SimpleNamespace
+
+    from harness.neural.fast import fused_decoder
+    from harness.neural.fast.bench.train import (
+        first_step_check,
+        harness_reranker_loss,
+        naive_reranker_loss,
+        naive_retriever_loss,
+    )
+    from harness.neural.fast.lora_train import fused_embed_batch
+    from harness.neural.fast.prefix_train import shared_prefix_score_groups
+    from harness.neural.losses import supcon_loss
+
+    calls = cpu_varlen_kernel(native_gqa)
+    cpu = torch.device("cpu")
+    peft = _peft("tiny-mistral", seed=1)
+    head = torch.nn.Linear(64, 1, bias=False)
+    groups = [(_rows(1, 20, 20, seed=2)[0], _rows(5, 2, 30, seed=3)), (_rows(1, 7, 7, seed=4)[0], _rows(3, 1, 9, seed=5))]
+    scorer = SimpleNamespace(backbone=peft, finish=head)
+    check = first_step_check(peft, lambda: naive_reranker_loss(peft, head, groups, cpu),
+                             lambda: harness_reranker_loss(shared_prefix_score_groups(checkpoint=True), scorer, groups, cpu),
+                             extra=[head.weight])
+    assert calls and fused_decoder._GQA_NATIVE is native_gqa
+    assert check["loss_rel_error"] < 1e-5
+    assert check["gradients"]["rel_error"] < 1e-5 and check["gradients"]["rel_error_worst_tensor"] < 1e-4
+
+    fused_decoder._GQA_NATIVE = None  # the retriever's first call probes too
+    proj = torch.nn.Linear(64, 32)
+    rows = _rows(8, 3, 40, seed=1)
+    encoder = SimpleNamespace(backbone=peft, pooling="mean", finish=proj)
+    embed = fused_embed_batch(checkpoint=True)
+
+    def fast():
+        emb = embed(peft, encoder, rows, cpu)
+        return supcon_loss(emb[:4], emb[4:], 0.05, cosine=False)
+
+    check = first_step_check(peft, lambda: naive_retriever_loss(peft, proj, rows[:4], rows[4:], cpu, tau=0.05), fast,
+                             extra=list(proj.parameters()))
+    assert fused_decoder._GQA_NATIVE is native_gqa
+    assert check["loss_rel_error"] < 1e-5
+    g = check["gradients"]
+    assert not g["mismatched_names"] and g["tensors"] == 2 * 7 * 2 + 2
+    assert g["rel_error"] < 1e-5 and g["rel_error_worst_tensor"] < 1e-4
+
+
+@pytest.mark.parametrize("step", ["reranker", "retriever"])
+def test_checkpointed_steps_with_lora_dropout_equal_the_steps_without(cpu_varlen_kernel, step):
+    """In train mode with LoRA dropout, on the GPU's attention path (emulated) with its first-call
+    probe inside the checkpointed forward, checkpointing changes nothing: the recomputation draws
+    the forward's dropout masks and saves the forward's tensors, so loss and gradients are equal."""
+    from harness.neural.fast import fused_decoder
+    from harness.neural.fast.bench.train import lora_gradients
+    from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss
+    from harness.neural.fast.prefix_train import reranker_loss
+
+    cpu_varlen_kernel()
+    cpu = torch.device("cpu")
+    peft = _peft("tiny-qwen3", seed=5)
+    peft.train()
+    finish = torch.nn.Linear(64, 1 if step == "reranker" else 32, bias=False)
+    groups = [(_rows(1, 12, 12, seed=12)[0], _rows(4, 2, 20, seed=13))]
+    rows = _rows(6, 3, 30, seed=14)
+    runs = []
+    for checkpoint in (False, True):
+        fused_decoder._GQA_NATIVE = None
+        peft.zero_grad(set_to_none=True)
+        finish.weight.grad = None
+        dec = LoraFusedDecoder(peft, compile=False, checkpoint=checkpoint)
+        torch.manual_seed(7)
+        if step == "reranker":
+            loss = reranker_loss(dec, finish, groups, cpu)
+        else:
+            loss = retriever_loss(dec, finish, rows[:3], rows[3:], cpu, tau=0.05)
+        loss.backward()
+        runs.append((float(loss.detach()), lora_gradients(peft, [finish.weight])))
+    (la, ga), (lb, gb) = runs
+    assert lb == pytest.approx(la, rel=1e-6)
+    assert ga.keys() == gb.keys() and len(ga) == 2 * 7 * 2 + 1
+    assert all(torch.allclose(ga[n], gb[n], rtol=1e-5, atol=1e-7) for n in ga)
+
+
 def test_shared_prefix_scores_equal_concatenated_pairs_in_train_mode_without_dropout():
     from harness.neural.batching import right_padded
     from harness.neural.fast.lora_train import LoraFusedDecoder

@@ -211,10 +211,11 @@ def test_pair_parts_split_each_pair_where_pair_features_joins_it(tiny_qwen3_dir)
     assert model.bos == [] and scorer.bos == [with_bos.bos_token_id]
 
 
-def _fast_and_plain_step(tiny_qwen3_dir, fast: bool, **kw):
+def _fast_and_plain_step(tiny_qwen3_dir, fast: bool, checkpoint: bool = False, **kw):
     """One optimizer step of the training task on 3 queries x (1 + 4) candidates, queries and
     candidates truncated, micro-batches of 2 queries; LoRA B drawn at random (PEFT starts it at
-    zero, which would leave every LoRA A gradient zero), dropout off."""
+    zero, which would leave every LoRA A gradient zero), dropout off. checkpoint: the fast step's
+    layers recomputed in the backward pass."""
     from harness.neural.fast.prefix_train import shared_prefix_score_groups
     from plugins.sadiri_v2.reranker import new_for_training
     from plugins.sadiri_v2.reranker_training import QueryNegatives
@@ -227,7 +228,7 @@ def _fast_and_plain_step(tiny_qwen3_dir, fast: bool, **kw):
         if "lora_B" in name:
             torch.nn.init.normal_(p, std=0.02)
     model.train()
-    task = QueryNegatives(_docs(), cfg, score_groups=shared_prefix_score_groups() if fast else None)
+    task = QueryNegatives(_docs(), cfg, score_groups=shared_prefix_score_groups(checkpoint=checkpoint) if fast else None)
     batch = task.examples(0, lambda *_: None)[:3]
     optimizer = torch.optim.Adam(model.trainable_parameters(), lr=cfg.lr)
     out = task.step(model, model, batch, [len(batch)], torch.device("cpu"), False, 1.0, True)
@@ -268,6 +269,21 @@ def test_fast_training_step_equals_the_concatenated_pairs_step(tiny_qwen3_dir, m
     assert float((g - h).norm() / g.norm()) < 1e-5  # measured 7e-7; the worst tensor 1e-6
     assert max(float((fast_grads[n] - plain_grads[n]).norm() / plain_grads[n].norm()) for n in plain_grads) < 1e-4
     assert all(torch.allclose(fast_weights[n], plain_weights[n], rtol=1e-4, atol=1e-6) for n in plain_weights)
+
+
+def test_checkpointed_fast_training_step_on_the_gpu_attention_path(tiny_qwen3_dir, cpu_varlen_kernel):
+    """The fast step as the trainer runs it by default (grad_checkpointing on), on the GPU's attention
+    path (torch 2.11's varlen kernel, emulated on the CPU): the first backward runs (it raised a
+    CheckpointError on an H100) and loss and gradients are the concatenated pairs' step's."""
+    plain, plain_grads, *_ = _fast_and_plain_step(tiny_qwen3_dir, fast=False)
+    calls = cpu_varlen_kernel()
+    fast, fast_grads, *_ = _fast_and_plain_step(tiny_qwen3_dir, fast=True, checkpoint=True)
+    assert calls  # the kernel path ran
+    assert fast.loss == pytest.approx(plain.loss, rel=1e-5)
+    assert plain_grads.keys() == fast_grads.keys()
+    g = torch.cat([plain_grads[n].flatten() for n in plain_grads])
+    h = torch.cat([fast_grads[n].flatten() for n in plain_grads])
+    assert float((g - h).norm() / g.norm()) < 1e-5
 
 
 def test_fast_training_refuses_ddp(tiny_qwen3_dir, tmp_path, monkeypatch):

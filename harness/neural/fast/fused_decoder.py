@@ -168,25 +168,36 @@ _GQA_NATIVE: bool | None = None
 def _native_gqa(q, k, v, cu_q, cu_k, max_q, max_k, kwargs) -> bool:
     """Whether varlen_attn takes fewer key/value heads than query heads as grouped-query attention
     (the flash kernel does; older wrappers do not say so). Decided once, on the first real call,
-    by comparing with repeated heads; repeating is the safe fallback."""
+    by comparing with repeated heads; repeating is the safe fallback.
+
+    The probe runs without autograd: the first call may be inside a checkpointed layer's forward
+    (LoraFusedDecoder with checkpoint), whose recomputation must save exactly the tensors the
+    forward saved, and the recomputation finds the answer already decided and probes nothing."""
     global _GQA_NATIVE
     if _GQA_NATIVE is None:
         from torch.nn.attention.varlen import varlen_attn
 
+        q, k, v = q.detach(), k.detach(), v.detach()
         groups = q.shape[1] // k.shape[1]
-        want = varlen_attn(q, k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1), cu_q, cu_k,
-                           max_q, max_k, **kwargs)
-        try:
-            got = varlen_attn(q, k, v, cu_q, cu_k, max_q, max_k, **kwargs)
-            _GQA_NATIVE = bool(torch.allclose(got.float(), want.float(), atol=1e-3, rtol=1e-3))
-        except (RuntimeError, ValueError):
-            _GQA_NATIVE = False
+        with torch.no_grad():
+            want = varlen_attn(q, k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1), cu_q, cu_k,
+                               max_q, max_k, **kwargs)
+            try:
+                got = varlen_attn(q, k, v, cu_q, cu_k, max_q, max_k, **kwargs)
+                _GQA_NATIVE = bool(torch.allclose(got.float(), want.float(), atol=1e-3, rtol=1e-3))
+            except (RuntimeError, ValueError):
+                _GQA_NATIVE = False
     return _GQA_NATIVE
+
+
+def _use_varlen_kernel(q: torch.Tensor) -> bool:
+    """Whether `_varlen_attention` calls torch's flash varlen kernel (CUDA, half precision)."""
+    return q.is_cuda and q.dtype in (torch.float16, torch.bfloat16)
 
 
 def _varlen_attention(q, k, v, cu_q, cu_k, max_q, max_k, scale):
     """Causal attention within each packed sequence (bottom-right aligned when keys are longer)."""
-    if q.is_cuda and q.dtype in (torch.float16, torch.bfloat16):
+    if _use_varlen_kernel(q):
         from torch.nn.attention.varlen import varlen_attn
 
         options = _varlen_options()
@@ -203,7 +214,11 @@ def _varlen_attention(q, k, v, cu_q, cu_k, max_q, max_k, scale):
                 groups = q.shape[1] // k.shape[1]
                 k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
         return varlen_attn(q, k, v, cu_q, cu_k, max_q, max_k, **kwargs)
-    # CPU or fp32 (tests, small runs): one SDPA call per sequence
+    return _per_sequence_attention(q, k, v, cu_q, cu_k, scale)
+
+
+def _per_sequence_attention(q, k, v, cu_q, cu_k, scale):
+    """CPU or fp32 (tests, small runs): one SDPA call per sequence, bottom-right aligned."""
     from torch.nn.attention.bias import causal_lower_right
 
     out = torch.empty_like(q)

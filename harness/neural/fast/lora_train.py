@@ -8,7 +8,10 @@ the side of each fused product: the A matrices of q, k and v (or gate and up) ar
 as one [sum r, in] product and the B matrices as one block-diagonal product, so a layer adds
 three small products, not seven pairs. Sequences are packed end to end (no padding) and
 attention is variable-length flash attention on CUDA (one SDPA call per sequence on the
-CPU, which the tests use). Layers can be checkpointed (recomputed in the backward pass).
+CPU, which the tests use). Layers can be checkpointed (recomputed in the backward pass): the
+recomputation must save exactly the tensors the forward saved, so nothing in a layer may
+record autograd work only on a first call (the varlen kernel's one-time GQA probe runs without
+autograd; tests run checkpointed steps on that path, emulated on the CPU).
 
 The parameters trained are the PEFT model's own LoRA tensors, read in place: the optimiser,
 checkpoints and `save_pretrained` see nothing new, and a trainer hook can swap its step
