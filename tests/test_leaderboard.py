@@ -59,3 +59,26 @@ def test_performance_page_renders_each_benchmark_kind(tmp_path):
     assert "| tiny    | packed" in page and "4.00" in page and "1.0e-03 / 2.0e-03" in page
     assert "| sbert    | demo" in page and "1.10" in page and "Test Card" in page
     assert json.loads((tmp_path / "a.json").read_text())["benchmark"] == "encode"
+
+
+def test_training_paths_benchmark_compares_two_logs_of_one_run(tmp_path):
+    """benchmarks/training_paths.py: speed-up and loss gap from two training logs that differ
+    only in fast_training; anything else differing is refused; the performance page shows it."""
+    import pytest
+
+    from benchmarks.training_paths import compare
+    from harness.reports.performance import training_paths_table
+
+    def log(fast, seconds, losses, **extra):
+        return {"system": "sadiri-v2-reranker", "device": "cuda: X", "config": {"fast_training": fast, "lr": 1e-4, **extra},
+                "card": {"commit": "abc", "trained_at": "2026-11-26"},
+                "log": [{"loss": x} for x in losses] + [{"epoch_seconds": seconds, "tokens_per_second": 1000 / seconds,
+                                                          "docs_per_second": 10 / seconds}]}
+
+    record = compare(log(False, 4.0, [2.5, 2.4]), log(True, 2.0, [2.5, 2.3]), "rr")
+    assert record["results"]["speedup"] == 2.0 and record["results"]["max_abs_loss_gap"] == pytest.approx(0.1)
+    assert "fast_training" in training_paths_table([record]) and "2.00" in training_paths_table([record])
+    with pytest.raises(SystemExit, match="lr"):
+        compare(log(False, 4.0, [2.5]), log(True, 2.0, [2.5], lr=1e-5), "rr")
+    with pytest.raises(SystemExit, match="--hf"):
+        compare(log(True, 4.0, [2.5]), log(True, 2.0, [2.5]), "rr")

@@ -128,6 +128,23 @@ def train_table(records: list[dict]) -> str:
                     tablefmt="github", disable_numparse=True)
 
 
+def training_paths_table(records: list[dict]) -> str:
+    """fast_training against the Hugging Face path in the same short `aa-harness train` run."""
+    rows = []
+    for r in records:
+        res = r["results"]
+        for path in ("hf", "fast"):
+            f = res[path]
+            rows.append([r["name"], "Hugging Face + PEFT" if path == "hf" else "fast_training", f"{f['seconds']:.1f}",
+                         f"{f['tokens_per_s']:,.0f}", f"{f['docs_per_s']:.1f}",
+                         "1.00" if path == "hf" else f"{res['speedup']:.2f}",
+                         "reference" if path == "hf" else f"{res['max_abs_loss_gap']:.3f} over {res['steps']} steps",
+                         _source(r)])
+    return tabulate(rows, headers=["training run", "path", "seconds", "tokens/s", "documents (pairs)/s", "× HF",
+                                   "max per-step loss gap", "device, commit, date"], tablefmt="github",
+                    disable_numparse=True)
+
+
 def batching_table(records: list[dict]) -> str:
     rows = [[f"{row['documents']:,}", f"{row['authors']:,}", f"{row['dim']} → {row['projected_dim']}",
              f"{row['clusters']:,}", f"{row['batches']:,}", f"{row['seconds']:.1f}",
@@ -185,6 +202,8 @@ def performance_page(folder: Path) -> str:
                  "retriever`)", train_table),
                 ("train-reranker", "Reranker training step, 1 query × 13 candidates (`aa-harness bench train "
                  "reranker`)", train_table),
+                ("training-paths", "fast_training in a real training run, same steps through both paths "
+                 "(`benchmarks/training_paths.py`)", training_paths_table),
                 ("batching", "Hard-negative batching, Algorithm 1 (`aa-harness bench batching`)", batching_table),
                 ("seeds", "Four split seeds against one (`benchmarks/bench_seeds.py`)", seeds_table),
                 ("char-ngram-seeds", "char-ngram over four seeds, before and after counting each text once "
