@@ -26,7 +26,7 @@ QWEN=Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF
 QWEN15=Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF
 TRAIN=$S/corpora/train-xl.curated.jsonl.gz
 FIRST=${FIRST:-sadiri-v2-qwen2.5-0.5b-cosine-b16-lr1e-4}
-RERANK_COLLECTIONS=(${RERANK_COLLECTIONS:-reddit-xsub pan19-en})
+RERANK_ON=(${RERANK_COLLECTIONS:-reddit-xsub pan19-en})  # another name: an array is not exported to the pipeline
 COLLECTIONS=(reddit-xsub blogs-xtopic pan19-en)
 
 if [ "${1:-}" = pack ]; then
@@ -54,7 +54,7 @@ setup() {
   [ -d /tmp/site/gguf ] || python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
   cp -n .stage/data/*.jsonl.gz $S/corpora/ 2>/dev/null
   cp -n .stage/neighbours/* $S/cache/neighbours/ 2>/dev/null
-  for C in "${RERANK_COLLECTIONS[@]}"; do  # the first stage's runs, where the reranker reads them
+  for C in "${RERANK_ON[@]}"; do  # the first stage's runs, where the reranker reads them
     [ -d leaderboards/runs/$C/$FIRST ] && mkdir -p $R/$C && cp -rn leaderboards/runs/$C/$FIRST $R/$C/
   done
 }
@@ -78,7 +78,7 @@ pipeline() {
           --set fast_training=$fast --set checkpoint_every=50 "${extra[@]}"
         trained $name
         if [ "${RERANK_NO_RUN:-}" != 1 ]; then
-          for C in "${RERANK_COLLECTIONS[@]}"; do
+          for C in "${RERANK_ON[@]}"; do
             h rerank sadiri-v2-reranker --collection $C --first-stage $FIRST --model $S/m/$name/model --runs-dir $R \
               --set backbone=$QWEN --set strategy=$strategy "${extra[@]}" --name "$FIRST+reranker-$strategy$tag"
           done
