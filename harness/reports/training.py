@@ -58,6 +58,10 @@ def training_table(logs: dict[str, dict], marks: dict[str, list] | None = None) 
                      (", hard negatives" if r["hard_negatives"] else "")
             if r.get("grad_accumulation", 1) > 1:
                 recipe += f", grad accumulation {r['grad_accumulation']}"
+            if r.get("similarity") not in (None, "dot"):  # the SADIRI-v2 retriever's named variants
+                recipe += f", {r['similarity']} similarity"
+            if r.get("projection_init") not in (None, "default"):
+                recipe += f", {r['projection_init']} projection init"
         rates = [e["docs_per_second"] for e in epochs if "docs_per_second" in e]
         rows.append([label(name, (marks or {}).get(name, [])), system, backbone, recipe, log["device"], log["world_size"], log["authors"], log["steps"],
                      f"{sum(e['epoch_seconds'] for e in epochs):.1f}",
