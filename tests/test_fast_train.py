@@ -180,22 +180,40 @@ def test_lora_dropout_trains_one_mask_per_target():
     assert lora and all(p.grad is not None and torch.isfinite(p.grad).all() for p in lora)
 
 
-def test_bench_train_runs_on_cpu(tmp_path):
+def _builds(arch, seed=0):
+    """A seeded build for the bench, called once a path; records, at each call, which models of
+    earlier calls are still alive (weak references)."""
+    import weakref
+
     from harness.neural.fast.bench.archs import build_model
+
+    refs, alive_at_build = [], []
+
+    def build():
+        alive_at_build.append([r() is not None for r in refs])
+        model = build_model(arch, "cpu", torch.float32, seed=seed)
+        refs.append(weakref.ref(model))
+        return model
+
+    return build, refs, alive_at_build
+
+
+def _reranker_groups():
+    return [(_rows(1, 8, 8, seed=10 + i)[0], _rows(13, 8, 8, seed=20 + i)) for i in range(2)]
+
+
+def test_bench_train_runs_on_cpu(tmp_path):
     from harness.neural.fast.bench.train import (
         bench_train_reranker,
         bench_train_retriever,
     )
 
     dev = torch.device("cpu")
-    model = build_model("tiny-qwen3", dev, torch.float32)
-    r = r_ret = bench_train_retriever(model, _rows(16, 5, 20, seed=9), dev, authors=4, steps=1, warmup=1,
-                                      log=lambda *_: None)
+    r = r_ret = bench_train_retriever(_builds("tiny-qwen3")[0], _rows(16, 5, 20, seed=9), dev, authors=4, steps=1,
+                                      warmup=1, log=lambda *_: None)
     assert r["first_step"]["gradients"]["rel_error"] < 1e-5 and r["speedup"] > 0
     assert set(r["projection"]["harness"]["hours"]) == {"1", "4", "8"}
-    model = build_model("tiny-mistral", dev, torch.float32)
-    groups = [(_rows(1, 8, 8, seed=10 + i)[0], _rows(13, 8, 8, seed=20 + i)) for i in range(2)]
-    r = bench_train_reranker(model, groups, dev, steps=1, warmup=1, log=lambda *_: None)
+    r = bench_train_reranker(_builds("tiny-mistral")[0], _reranker_groups(), dev, steps=1, warmup=1, log=lambda *_: None)
     assert r["first_step"]["gradients"]["rel_error"] < 1e-5
     assert r["token_ratio"] == pytest.approx(13 * 16 / (8 + 13 * 8), rel=1e-3)
     from harness.neural.fast.bench.results import write_result
@@ -207,6 +225,144 @@ def test_bench_train_runs_on_cpu(tmp_path):
     page = performance_page(tmp_path)
     assert "| retriever, tiny-qwen3 | naive (padded, ckpt)" in page and "reranker, tiny-mistral" in page
     assert "Retriever training step" in page and "Reranker training step" in page
+
+
+@pytest.mark.parametrize("model", ["retriever", "reranker"])
+def test_bench_train_runs_one_model_at_a_time_with_the_first_step_of_one_shared_model(model):
+    """The bench builds the naive model, takes its first step, times it and drops it before it
+    builds the harness's model (a weak reference to the naive one is dead by then); the first
+    step it reports is the one the earlier bench computed with both paths on one shared model."""
+    from types import SimpleNamespace
+
+    from harness.neural.fast.bench.archs import build_model
+    from harness.neural.fast.bench.train import (
+        bench_train_reranker,
+        bench_train_retriever,
+        first_step_check,
+        harness_reranker_loss,
+        naive_reranker_loss,
+        naive_retriever_loss,
+        with_lora,
+    )
+    from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss
+    from harness.neural.fast.prefix_train import shared_prefix_score_groups
+
+    cpu = torch.device("cpu")
+    arch = "tiny-qwen3" if model == "retriever" else "tiny-mistral"
+    build, refs, alive_at_build = _builds(arch)
+    rows, groups = _rows(16, 5, 20, seed=9), _reranker_groups()
+    if model == "retriever":
+        got = bench_train_retriever(build, rows, cpu, authors=4, steps=1, warmup=1, log=lambda *_: None)
+    else:
+        got = bench_train_reranker(build, groups, cpu, steps=1, warmup=1, log=lambda *_: None)
+    assert alive_at_build == [[], [False]]  # two builds; the naive model was gone before the second
+    assert all(r() is None for r in refs)
+    assert got["one_model_at_a_time"] and got["first_step"]["same_weights"]
+    for path in ("naive", "harness"):
+        assert "error" not in got[path] and got[path]["path_peak_memory_gib"] is None  # no CUDA peak on the CPU
+
+    # the earlier bench: one model, both paths' first steps on it (eval mode), before any optimiser step
+    peft = with_lora(build_model(arch, cpu, torch.float32, seed=0))
+    peft.train()
+    torch.manual_seed(0)
+    if model == "retriever":
+        layer = torch.nn.Linear(64, 32, bias=True)
+        finish = lambda pooled: layer(pooled.float())  # noqa: E731
+        a, b = rows[:4], rows[4:8]
+        dec = LoraFusedDecoder(peft, compile=False, checkpoint=True)
+        want = first_step_check(peft, lambda: naive_retriever_loss(peft, finish, a, b, cpu, tau=0.01),
+                                lambda: retriever_loss(dec, finish, a, b, cpu, tau=0.01), extra=list(layer.parameters()))
+    else:
+        layer = torch.nn.Linear(64, 1, bias=False)
+        head = lambda last: layer(last.float())  # noqa: E731
+        scorer = SimpleNamespace(backbone=peft, finish=head)
+        want = first_step_check(peft, lambda: naive_reranker_loss(peft, head, groups[:1], cpu),
+                                lambda: harness_reranker_loss(shared_prefix_score_groups(checkpoint=True), scorer,
+                                                              groups[:1], cpu), extra=list(layer.parameters()))
+    check = got["first_step"]
+    assert check["naive_loss"] == pytest.approx(want["naive_loss"], rel=1e-6)
+    assert check["harness_loss"] == pytest.approx(want["harness_loss"], rel=1e-6)
+    assert check["loss_rel_error"] < 1e-5 and want["loss_rel_error"] < 1e-5
+    g, w = check["gradients"], want["gradients"]
+    assert g["tensors"] == w["tensors"] and not g["mismatched_names"]
+    assert g["rel_error"] < 1e-5 and g["rel_error_worst_tensor"] < 1e-4
+    assert g["rel_error"] == pytest.approx(w["rel_error"], rel=0.5, abs=1e-7)
+
+
+def test_naive_first_step_recomputes_its_checkpointed_layers_with_dropout_off():
+    """The naive first step runs as its timed steps do, Hugging Face's gradient checkpointing on
+    (it runs only in train mode; in eval mode the 8B and 12B first steps kept every layer's
+    activations), with LoRA dropout off: the eval-mode loss and gradients, each layer run twice."""
+    from harness.neural.fast.bench.train import first_step, naive_retriever_loss
+
+    cpu = torch.device("cpu")
+    peft = _peft("tiny-qwen3", seed=6)
+    peft.train()
+    base = peft.get_base_model()
+    base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    base.config.use_cache = False
+    proj = torch.nn.Linear(64, 32)
+    rows = _rows(6, 3, 30, seed=15)
+    calls, mlp = [], base.layers[0].mlp
+    forward = mlp.forward
+    mlp.forward = lambda *a, **k: calls.append(1) or forward(*a, **k)  # hooks do not see the recomputation
+    loss = lambda: naive_retriever_loss(peft, proj, rows[:3], rows[3:], cpu, tau=0.05)  # noqa: E731
+    kept = first_step(peft, loss, list(proj.parameters()), keep_train=True)
+    ran_kept, calls[:] = len(calls), []
+    evald = first_step(peft, loss, list(proj.parameters()))
+    del mlp.forward
+    assert (ran_kept, len(calls)) == (2, 1)  # forward + recomputation, against the forward alone
+    assert peft.training and all(m.training for m in peft.modules())  # modes restored
+    assert kept["loss"] == pytest.approx(evald["loss"], rel=1e-6)
+    assert kept["gradients"].keys() == evald["gradients"].keys()
+    assert all(g.device.type == "cpu" for g in kept["gradients"].values())
+    assert all(torch.allclose(kept["gradients"][k], evald["gradients"][k], rtol=1e-5, atol=1e-7) for k in kept["gradients"])
+
+
+@pytest.mark.parametrize("failing", ["naive build", "harness build", "naive timed steps"])
+def test_bench_train_records_a_path_out_of_memory_and_still_runs_the_other(failing, monkeypatch, tmp_path):
+    """A CUDA out-of-memory error in one path is that path's record (error, stage, peak memory);
+    the other path still runs and is written, and the performance page shows the failure."""
+    from harness.neural.fast.bench import train
+    from harness.neural.fast.bench.results import write_result
+    from harness.reports.performance import performance_page
+
+    build, refs, _ = _builds("tiny-qwen3")
+    calls = {"build": 0, "time": 0}
+
+    def failing_build():
+        calls["build"] += 1
+        if failing == f"{'naive' if calls['build'] == 1 else 'harness'} build":
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (test)")
+        return build()
+
+    real_time_steps = train.time_steps
+
+    def failing_time_steps(*a, **k):
+        calls["time"] += 1
+        if failing == "naive timed steps" and calls["time"] == 1:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (test)")
+        return real_time_steps(*a, **k)
+
+    monkeypatch.setattr(train, "time_steps", failing_time_steps)
+    lines = []
+    r = train.bench_train_retriever(failing_build, _rows(16, 5, 20, seed=9), torch.device("cpu"), authors=4, steps=1,
+                                    warmup=1, log=lines.append)
+    bad, good = ("naive", "harness") if failing.startswith("naive") else ("harness", "naive")
+    assert r[bad]["error"] == "out of memory" and r[bad]["stage"] == failing.split(" ", 1)[1]
+    assert "peak_memory_gib" in r[bad] and r[bad]["batch"] in ("padded", "packed")
+    assert "error" not in r[good] and r[good]["documents_per_s"] > 0
+    assert r["speedup"] is None and set(r["projection"]) == {good}
+    assert any(line.startswith(f"{bad}: out of memory") for line in lines)
+    assert all(ref() is None for ref in refs)
+    if failing == "naive timed steps":  # its first step was taken, so the check still ran
+        assert r["first_step"]["gradients"]["rel_error"] < 1e-5 and r["first_step"]["same_weights"]
+    else:
+        assert r["first_step"]["compared"] is False
+    write_result("train-retriever", "tiny-qwen3", {"device_name": "Test Card"}, {"arch": "tiny-qwen3"}, r,
+                 tmp_path / "a.json")
+    page = performance_page(tmp_path)
+    assert f"| {bad} (" in page and "out of memory in the" in page
 
 
 @pytest.mark.slow

@@ -104,25 +104,40 @@ def _hours(fig: dict) -> str:
     return " / ".join(f"{h:g}" for h in fig["hours"].values())
 
 
+def _first_step_cell(res: dict) -> str:
+    check = res["first_step"]
+    if "loss_rel_error" not in check:  # a path failed before its first step
+        failed = [p for p in ("naive", "harness") if "error" in res[p]]
+        return "not compared" + (f" ({', '.join(failed)}: {res[failed[0]]['error']})" if failed else "")
+    cell = (f"loss {check['loss_rel_error']:.1e}; grad {check['gradients']['rel_error']:.1e} "
+            f"(cos {check['gradients']['cosine']:.4f})")
+    return cell + ("; weights differ" if check.get("same_weights") is False else "")
+
+
 def train_table(records: list[dict]) -> str:
     """One row per path of each `bench train` record: throughput, work rate, memory, first-step
-    agreement, and the projected hours for one epoch of the paper's data on 1 / 4 / 8 GPUs."""
+    agreement, and the projected hours for one epoch of the paper's data on 1 / 4 / 8 GPUs. A
+    path that failed (out of memory) shows its error, the stage and its peak memory."""
     rows = []
     for r in records:
         res = r["results"]
-        unit = "documents" if "documents_per_s" in res["naive"] else "pairs"
+        unit = "documents" if "documents_per_s" in res["naive"] or r["benchmark"] == "train-retriever" else "pairs"
         model = r["benchmark"].removeprefix("train-")
-        check = res["first_step"]
-        agree = (f"loss {check['loss_rel_error']:.1e}; grad {check['gradients']['rel_error']:.1e} "
-                 f"(cos {check['gradients']['cosine']:.4f})")
+        agree = _first_step_cell(res)
         for path in ("naive", "harness"):
             f = res[path]
+            label = f"{path} ({f['batch']}{', ckpt' if f['checkpointing'] else ''})"
+            peak = "—" if f.get("peak_memory_gib") is None else f"{f['peak_memory_gib']:.1f}"
+            if "error" in f:
+                rows.append([f"{model}, {r['args']['arch']}", label, "—", "—", "—", peak, "—", "—",
+                             f"{f['error']} in the {f.get('stage', 'run')}"])
+                continue
             share = f"{100 * f['share_of_peak']:.0f}%" if f.get("share_of_peak") is not None else "—"
-            rows.append([f"{model}, {r['args']['arch']}", f"{path} ({f['batch']}{', ckpt' if f['checkpointing'] else ''})",
-                         f"{f['tokens_per_s']:,.0f}", f"{f[unit + '_per_s']:,.2f} {unit}", f"{f['tflops']:.0f} ({share})",
-                         "—" if f["peak_memory_gib"] is None else f"{f['peak_memory_gib']:.1f}",
-                         "1.00" if path == "naive" else f"{res['speedup']:.2f}",
-                         _hours(res["projection"][path]), "reference" if path == "naive" else agree])
+            speedup = "1.00" if path == "naive" else ("—" if res.get("speedup") is None else f"{res['speedup']:.2f}")
+            proj = res["projection"].get(path)
+            rows.append([f"{model}, {r['args']['arch']}", label, f"{f['tokens_per_s']:,.0f}",
+                         f"{f[unit + '_per_s']:,.2f} {unit}", f"{f['tflops']:.0f} ({share})", peak, speedup,
+                         _hours(proj) if proj else "—", "reference" if path == "naive" else agree])
     return tabulate(rows, headers=["step", "path", "tokens/s", "per s", "TFLOP/s (of ~790)", "peak GiB", "× naive",
                                    "epoch h, 1 / 4 / 8 GPUs", "first step vs naive (rel.)"],
                     tablefmt="github", disable_numparse=True)

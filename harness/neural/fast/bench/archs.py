@@ -52,5 +52,15 @@ def build_model(arch: str, device, dtype, seed: int = 0):
     return model.eval()
 
 
+def parameter_count(arch: str) -> int:
+    """Parameters of the architecture, counted on the meta device (nothing allocated)."""
+    import torch
+    from transformers import AutoModel
+
+    with torch.device("meta"):
+        model = AutoModel.from_config(build_config(arch))
+    return sum(p.numel() for p in model.parameters())
+
+
 def non_embedding_parameters(model) -> int:
     return sum(p.numel() for name, p in model.named_parameters() if "embed_tokens" not in name)

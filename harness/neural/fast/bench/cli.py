@@ -219,16 +219,21 @@ def cmd_rerank(args) -> int:
 
 def cmd_train(args) -> int:
     from harness.neural.device import pick_device
+    from harness.neural.fast.bench.archs import build_config, parameter_count
     from harness.neural.fast.bench.train import (
         bench_train_reranker,
         bench_train_retriever,
     )
     from harness.neural.fast.bench.workload import random_rows
 
+    if not args.random_weights:
+        raise HarnessError("bench builds architectures with random weights only: pass --random-weights")
     device = pick_device(args.device)
-    model = _model(args, device)
-    vocab = model.config.vocab_size
-    big = sum(p.numel() for p in model.parameters()) > 2e9
+    def build():  # called once a path: the naive model is gone before the harness's is built
+        return _model(args, device)
+
+    vocab = build_config(args.arch).vocab_size
+    big = parameter_count(args.arch) > 2e9
     checkpoint = big if args.checkpoint == "auto" else args.checkpoint == "on"
     compile = False if args.no_compile else None
     n_batches = args.steps + args.warmup + 1
@@ -237,7 +242,7 @@ def cmd_train(args) -> int:
         rows = random_rows(2 * args.authors * n_batches, *lengths, vocab, args.seed)
         _log(f"train retriever {args.arch} on {device}: {args.authors} authors x 2 documents of {lengths} tokens, "
              f"checkpointing {checkpoint}")
-        figures = bench_train_retriever(model, rows, device, authors=args.authors, steps=args.steps, warmup=args.warmup,
+        figures = bench_train_retriever(build, rows, device, authors=args.authors, steps=args.steps, warmup=args.warmup,
                                         checkpoint=checkpoint, compile=compile, doc_tokens=args.doc_tokens, log=_log)
     else:
         lengths = args.lengths or [512, 512]
@@ -245,7 +250,7 @@ def cmd_train(args) -> int:
         groups = [(q, random_rows(args.candidates, *lengths, vocab, args.seed + 1 + i)) for i, q in enumerate(queries)]
         _log(f"train reranker {args.arch} on {device}: 1 query ({args.query_lengths} tokens) x {args.candidates} "
              f"candidates ({lengths} tokens) a step, checkpointing {checkpoint}")
-        figures = bench_train_reranker(model, groups, device, steps=args.steps, warmup=args.warmup,
+        figures = bench_train_reranker(build, groups, device, steps=args.steps, warmup=args.warmup,
                                        checkpoint=checkpoint, compile=compile, log=_log)
     _save(args, f"train-{args.model}", args.arch, device, figures)
     return 0

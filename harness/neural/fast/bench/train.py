@@ -18,10 +18,23 @@ FLOPs: a forward costs 2 x non-embedding parameters per token plus causal attent
 (1 x the matrix products) and attention's backward about 2 x its forward; a checkpointed
 layer runs its forward twice. `tflops` counts that work for the path as run; `tflops_3f`
 is 3 x the forward, the convention of the issue's naive figures, for comparison.
+
+Memory: the two paths run one after the other, each on its own model, so the peak is one
+path's. The naive path builds its model, takes its first step (loss and LoRA gradients kept on
+the host by parameter name), times its steps and is deleted with its optimiser, graph and the
+allocator's cache; then the harness path builds the model again from the same seed (the same
+random weights, checked by a fingerprint of every parameter), takes its first step, which is
+compared with the kept one, and times its steps. Re-initialising costs seconds on the GPU; a
+host copy of the base weights would cost 24 GB of host memory and two transfers at the 12B
+shape. Each path's peak memory is measured from its own start and printed; a path that runs
+out of GPU memory is recorded as {"error": "out of memory", "peak_memory_gib": ...} and the
+other path still runs and is written.
 """
 from __future__ import annotations
 
+import gc
 import time
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
@@ -103,47 +116,93 @@ def lora_gradients(peft, extra: Sequence[torch.nn.Parameter] = ()) -> dict[str, 
 
 
 def gradient_agreement(got: dict, want: dict) -> dict:
-    """Relative error of the whole LoRA gradient and the worst tensor's, cosine of the two."""
+    """Relative error of the whole LoRA gradient and the worst tensor's, cosine of the two; in fp64
+    (in fp32 the cosine of the 8B shape's 44M gradient values came out above 1)."""
     missing = sorted(set(want) ^ set(got))
-    g = torch.cat([got[k].flatten() for k in sorted(want)])
-    w = torch.cat([want[k].flatten() for k in sorted(want)])
-    per = [float(torch.linalg.norm(got[k] - want[k]) / torch.linalg.norm(want[k]).clamp(min=1e-30)) for k in want]
+    g = torch.cat([got[k].flatten() for k in sorted(want)]).double()
+    w = torch.cat([want[k].flatten() for k in sorted(want)]).double()
+    per = [float(torch.linalg.norm(got[k].double() - want[k].double()) / torch.linalg.norm(want[k].double()).clamp(min=1e-30))
+           for k in want]
     return {"rel_error": float(torch.linalg.norm(g - w) / torch.linalg.norm(w).clamp(min=1e-30)),
             "rel_error_worst_tensor": max(per), "cosine": float(F.cosine_similarity(g, w, dim=0)),
             "tensors": len(want), "mismatched_names": missing}
 
 
-def _dropout_off(peft):
-    """Eval mode for the check (no LoRA dropout in either path); returns a function that restores."""
-    was = peft.training
-    peft.eval()
-    return lambda: peft.train(was)
+def _dropout_off(peft, *, keep_train: bool = False):
+    """Dropout off for the check; returns a function that restores every module's mode.
+
+    keep_train False: eval mode (the harness decoder reads the PEFT model's mode for its LoRA
+    dropout). keep_train True: train mode with only the dropout modules in eval, so Hugging
+    Face's gradient checkpointing, which runs only in train mode, recomputes the layers as in
+    the timed steps; in eval mode the naive first step kept every layer's activations (tens of
+    GB at the 8B and 12B shapes)."""
+    modes = [(m, m.training) for m in peft.modules()]
+    if keep_train:
+        peft.train()
+        for m in peft.modules():
+            if isinstance(m, torch.nn.Dropout):
+                m.eval()
+    else:
+        peft.eval()
+
+    def restore():
+        for m, was in modes:
+            m.training = was
+
+    return restore
 
 
-def first_step_check(peft, naive: Callable[[], torch.Tensor], fast: Callable[[], torch.Tensor],
-                     extra: Sequence[torch.nn.Parameter] = ()) -> dict:
-    """Loss and LoRA-gradient agreement of the two paths on one batch (dropout off, no optimiser step)."""
+def first_step(peft, loss: Callable[[], torch.Tensor], extra: Sequence[torch.nn.Parameter] = (), *,
+               keep_train: bool = False) -> dict:
+    """One path's first step, dropout off, no optimiser step: {"loss": float, "gradients": {name:
+    fp32 tensor on the host}}, gradients cleared after. keep_train: see `_dropout_off`."""
     def clear():
         peft.zero_grad(set_to_none=True)
         for p in extra:
             p.grad = None
 
-    restore = _dropout_off(peft)
+    restore = _dropout_off(peft, keep_train=keep_train)
     try:
         clear()
-        ref = naive()
-        ref.backward()
-        want = lora_gradients(peft, extra)
-        clear()
-        got_loss = fast()
-        got_loss.backward()
-        got = lora_gradients(peft, extra)
+        value = loss()
+        value.backward()
+        grads = {k: v.cpu() for k, v in lora_gradients(peft, extra).items()}
+        value = float(value.detach())
         clear()
     finally:
         restore()
-    a, b = float(ref.detach()), float(got_loss.detach())
+    return {"loss": value, "gradients": grads}
+
+
+def compare_first_steps(naive: dict, harness: dict) -> dict:
+    """Loss and LoRA-gradient agreement of two `first_step` results (the naive one the reference)."""
+    a, b = naive["loss"], harness["loss"]
     return {"naive_loss": a, "harness_loss": b, "loss_rel_error": abs(a - b) / max(abs(a), 1e-30),
-            "gradients": gradient_agreement(got, want)}
+            "gradients": gradient_agreement(harness["gradients"], naive["gradients"])}
+
+
+def first_step_check(peft, naive: Callable[[], torch.Tensor], fast: Callable[[], torch.Tensor],
+                     extra: Sequence[torch.nn.Parameter] = ()) -> dict:
+    """Loss and LoRA-gradient agreement of the two paths on one batch and one model (eval mode,
+    no dropout, no optimiser step)."""
+    return compare_first_steps(first_step(peft, naive, extra), first_step(peft, fast, extra))
+
+
+def parameter_fingerprint(named: Sequence[tuple[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Per parameter, on the host: its sum (fp32) and 8 values spread over it. Two builds from
+    the same seed must give equal fingerprints; the harness path's model is checked against the
+    naive one's this way instead of keeping a copy of the weights."""
+    out = {}
+    for name, p in named:
+        flat = p.detach().reshape(-1)
+        sample = flat[::max(1, flat.numel() // 8)][:8].float()
+        out[name] = torch.cat([flat.sum(dtype=torch.float32).reshape(1), sample])
+    host = torch.cat(list(out.values())).cpu().split([v.numel() for v in out.values()]) if out else []
+    return dict(zip(out, host))
+
+
+def same_fingerprint(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
 def time_steps(step: Callable[[], torch.Tensor], optimizer, device, *, warmup: int, steps: int) -> dict:
@@ -215,133 +274,270 @@ def projection(kind: str, per_s: float, gpus: Sequence[int] = (1, 4, 8), *, doc_
     return {"basis": basis, "hours": {str(g): round(one / g, 2) for g in gpus}}
 
 
-def bench_train_retriever(model, rows: Sequence[Sequence[int]], device, *, authors: int = 16, steps: int = 3,
-                          warmup: int = 2, checkpoint: bool = True, compile: bool | None = None, tau: float = 0.01,
-                          doc_tokens: int = 512, log=print) -> dict:
-    """rows: 2 x authors x (warmup + steps) documents or more; batch i is rows[2ai : 2a(i+1)]."""
-    from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss
+@dataclass
+class PathSteps:
+    """One path set up on its own model: what trains, its first batch's loss, the next batch's
+    loss (batches in the same order in both paths) and its optimiser."""
 
-    shape = Shape.of(model)
-    hidden = model.config.hidden_size
-    peft = with_lora(model)
-    peft.train()
-    torch.manual_seed(0)
-    projection_layer = torch.nn.Linear(hidden, hidden // 2, bias=True).to(device)
-    finish = lambda pooled: projection_layer(pooled.float())  # noqa: E731
-    batch = 2 * authors
-    batches = [rows[i:i + batch] for i in range(0, len(rows) - batch + 1, batch)]
-    if len(batches) < 2:
-        raise ValueError(f"need at least {2 * batch} rows")
-    params = [p for p in peft.parameters() if p.requires_grad] + list(projection_layer.parameters())
-    tokens = int(np.mean([sum(map(len, b)) for b in batches]))
-    seqs = [[(len(r), 0) for r in b] for b in batches]
-    cycle = {"naive": 0, "harness": 0}
+    peft: torch.nn.Module
+    extra: list  # trained parameters outside the PEFT model (projection, head)
+    first: Callable[[], torch.Tensor]
+    step: Callable[[], torch.Tensor]
+    optimizer: Callable[[list], torch.optim.Optimizer]
+    keep_train: bool = False  # first step in train mode, dropout off (see `_dropout_off`)
 
-    def next_batch(path):
-        b = batches[cycle[path] % len(batches)]
-        cycle[path] += 1
-        return b[:authors], b[authors:]
 
-    base = peft.get_base_model()
-    base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    base.config.use_cache = False
-    decoder = LoraFusedDecoder(peft, compile=compile, checkpoint=checkpoint)
-    check = first_step_check(
-        peft, lambda: naive_retriever_loss(peft, finish, batches[0][:authors], batches[0][authors:], device, tau=tau),
-        lambda: retriever_loss(decoder, finish, batches[0][:authors], batches[0][authors:], device, tau=tau),
-        extra=list(projection_layer.parameters()))
+def _peak_gib(device) -> float | None:
+    if device.type != "cuda":
+        return None
+    return round(torch.cuda.max_memory_allocated(device) / 2 ** 30, 2) if torch.cuda.is_initialized() else 0.0
+
+
+def release_memory(device) -> None:
+    """Free what a finished path left (reference cycles, the allocator's cached blocks) and start
+    the peak-memory count again, so the next path's peak is its own."""
+    gc.collect()
+    if device.type == "cuda" and torch.cuda.is_initialized():  # before CUDA starts there is nothing to reset
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def run_path(label: str, build: Callable[[], torch.nn.Module], make: Callable[[torch.nn.Module], PathSteps], device, *,
+             warmup: int, steps: int, log=print) -> tuple[dict, dict | None, dict | None]:
+    """Build a model, set the path up on it, take its first step, time its steps, then drop it all.
+
+    Returns (the timing, or {"error": "out of memory", "stage", "peak_memory_gib"} when the GPU
+    ran out, the first step (`first_step`) or None, the parameters' fingerprint or None). Peak
+    memory counts from this path's start: `path_peak_memory_gib` over all of it,
+    `first_step_peak_memory_gib` up to the first step, `peak_memory_gib` over the timed steps."""
+    release_memory(device)
+    done: dict = {"stage": "build"}
+    try:
+        record = _take_path(build, make, device, warmup=warmup, steps=steps, done=done)
+    except torch.cuda.OutOfMemoryError:  # the traceback, and with it the path's frames, goes at the end of this block
+        record = {"error": "out of memory", "stage": done["stage"], "peak_memory_gib": _peak_gib(device)}
+    release_memory(device)
+    first, fingerprint = done.get("first"), done.get("fingerprint")
+    if "error" in record:
+        log(f"{label}: out of memory in the {record['stage']} (peak {record['peak_memory_gib']} GiB since the "
+            f"path started)")
+    elif record["path_peak_memory_gib"] is None:
+        log(f"{label}: first-step loss {first['loss']:.6f}; peak memory not measured on {device.type}")
+    else:
+        log(f"{label}: first-step loss {first['loss']:.6f}; peak memory {record['path_peak_memory_gib']} GiB "
+            f"(first step {record['first_step_peak_memory_gib']}, timed steps {record['peak_memory_gib']})")
+    return record, first, fingerprint
+
+
+def _take_path(build, make, device, *, warmup: int, steps: int, done: dict) -> dict:
+    """run_path's work; its model lives in this frame only. `done` gets the stage reached, the
+    fingerprint and the first step as they complete."""
+    path = make(build())
+    done["stage"] = "first step"
+    done["fingerprint"] = parameter_fingerprint(
+        [*path.peft.named_parameters(), *((f"extra.{i}", q) for i, q in enumerate(path.extra))])
+    done["first"] = first_step(path.peft, path.first, path.extra, keep_train=path.keep_train)
+    first_peak = _peak_gib(device)
+    done["stage"] = "timed steps"
+    params = [q for q in path.peft.parameters() if q.requires_grad] + list(path.extra)
+    return {**time_steps(path.step, path.optimizer(params), device, warmup=warmup, steps=steps),
+            "first_step_peak_memory_gib": first_peak, "path_peak_memory_gib": _peak_gib(device)}
+
+
+def one_at_a_time(build, naive: Callable[[torch.nn.Module], PathSteps], harness: Callable[[torch.nn.Module], PathSteps],
+                  device, *, warmup: int, steps: int, log=print) -> tuple[dict, dict, dict]:
+    """The naive path, then the harness path, each on its own build (never both models at once),
+    and the harness's first step compared with the naive one's: (naive timing, harness timing,
+    first-step agreement; "compared": false when a path failed before its first step)."""
+    naive_t, naive_first, naive_fp = run_path("naive", build, naive, device, warmup=warmup, steps=steps, log=log)
+    fast_t, fast_first, fast_fp = run_path("harness", build, harness, device, warmup=warmup, steps=steps, log=log)
+    if naive_first is None or fast_first is None:
+        check = {"compared": False, "naive_loss": naive_first and naive_first["loss"],
+                 "harness_loss": fast_first and fast_first["loss"]}
+        log("first step: not compared (a path failed before its first step)")
+        return naive_t, fast_t, check
+    check = {**compare_first_steps(naive_first, fast_first), "same_weights": same_fingerprint(naive_fp, fast_fp)}
     log(f"first step: loss naive {check['naive_loss']:.6f} harness {check['harness_loss']:.6f}; "
         f"LoRA gradient rel. error {check['gradients']['rel_error']:.2e} (cosine {check['gradients']['cosine']:.6f})")
-    optimizer = torch.optim.Adam(params, lr=1e-5)
-    naive_t = time_steps(lambda: naive_retriever_loss(peft, finish, *next_batch("naive"), device, tau=tau), optimizer,
-                         device, warmup=warmup, steps=steps)
-    base.gradient_checkpointing_disable()
-    optimizer = torch.optim.Adam(params, lr=1e-5, fused=device.type == "cuda")
-    fast_t = time_steps(lambda: retriever_loss(decoder, finish, *next_batch("harness"), device, tau=tau), optimizer,
-                        device, warmup=warmup, steps=steps)
+    if not check["same_weights"]:
+        log("warning: the two builds' weights differ (build is not deterministic): the first-step check compares "
+            "different models")
+    return naive_t, fast_t, check
+
+
+def _cycle(items):
+    i = 0
+
+    def take():
+        nonlocal i
+        item = items[i % len(items)]
+        i += 1
+        return item
+
+    return take
+
+
+def _path_figures(timing: dict, described: dict, figures: Callable[[dict], dict]) -> dict:
+    """A path's result: its figures, or its error record, with what the path is."""
+    return {**(timing if "error" in timing else figures(timing)), **described}
+
+
+def _speedup(naive_t: dict, fast_t: dict) -> float | None:
+    if "error" in naive_t or "error" in fast_t:
+        return None
+    return round(naive_t["seconds_per_step"] / fast_t["seconds_per_step"], 3)
+
+
+def _log_path(log, label: str, fig: dict, line: Callable[[dict], str]) -> None:
+    if "error" in fig:
+        log(f"{label + ':':<9}{fig['error']} in the {fig['stage']} (peak {fig['peak_memory_gib']} GiB)")
+    else:
+        log(f"{label + ':':<9}{line(fig)}")
+
+
+def _log_projection(log, what: str, proj: dict, paper: str) -> None:
+    parts = [f"{path} " + ", ".join(f"{g} GPU {h} h" for g, h in p["hours"].items()) for path, p in
+             sorted(proj.items(), key=lambda kv: kv[0] != "harness")]
+    if parts:
+        basis = next(iter(proj.values()))["basis"]
+        log(f"one epoch of the paper's {what} data ({basis}): " + "; ".join(parts) + f"; the paper: {paper}")
+
+
+def bench_train_retriever(build: Callable[[], torch.nn.Module], rows: Sequence[Sequence[int]], device, *,
+                          authors: int = 16, steps: int = 3, warmup: int = 2, checkpoint: bool = True,
+                          compile: bool | None = None, tau: float = 0.01, doc_tokens: int = 512, log=print) -> dict:
+    """rows: 2 x authors x (warmup + steps) documents or more; batch i is rows[2ai : 2a(i+1)].
+    build: returns the bare decoder with random weights; called once a path, it must give the
+    same weights each time (a seeded `archs.build_model`; checked)."""
+    from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss
+
+    batch = 2 * authors
+    batches = [(b[:authors], b[authors:]) for b in (rows[i:i + batch] for i in range(0, len(rows) - batch + 1, batch))]
+    if len(batches) < 2:
+        raise ValueError(f"need at least {2 * batch} rows")
+    tokens = int(np.mean([sum(map(len, a)) + sum(map(len, b)) for a, b in batches]))
+    seqs = [[(len(r), 0) for r in (*a, *b)] for a, b in batches]
+    shapes = []
+
+    def setup(model):
+        shapes.append(Shape.of(model))
+        hidden = model.config.hidden_size
+        peft = with_lora(model)
+        peft.train()
+        torch.manual_seed(0)
+        layer = torch.nn.Linear(hidden, hidden // 2, bias=True).to(device)
+        return peft, layer, (lambda pooled: layer(pooled.float())), _cycle(batches)
+
+    def naive(model):
+        peft, layer, finish, take = setup(model)
+        base = peft.get_base_model()
+        base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        base.config.use_cache = False
+        loss = lambda ab: naive_retriever_loss(peft, finish, *ab, device, tau=tau)  # noqa: E731
+        return PathSteps(peft, list(layer.parameters()), lambda: loss(batches[0]), lambda: loss(take()),
+                         lambda params: torch.optim.Adam(params, lr=1e-5), keep_train=True)
+
+    def harness(model):
+        peft, layer, finish, take = setup(model)
+        decoder = LoraFusedDecoder(peft, compile=compile, checkpoint=checkpoint)
+        loss = lambda ab: retriever_loss(decoder, finish, *ab, device, tau=tau)  # noqa: E731
+        return PathSteps(peft, list(layer.parameters()), lambda: loss(batches[0]), lambda: loss(take()),
+                         lambda params: torch.optim.Adam(params, lr=1e-5, fused=device.type == "cuda"))
+
+    naive_t, fast_t, check = one_at_a_time(build, naive, harness, device, warmup=warmup, steps=steps, log=log)
     peak = peak_bf16_tflops(device)
-    work = [train_flops(shape, s, recompute=True) for s in seqs]
-    mean = {k: float(np.mean([w[k] for w in work])) for k in work[0]}
-    fast_work = {k: float(np.mean([train_flops(shape, s, recompute=checkpoint)[k] for s in seqs])) for k in work[0]}
-    naive = {**_figures(naive_t, mean, tokens, batch, "documents", peak), "checkpointing": True, "batch": "padded",
-             "attention": "sdpa + padding mask"}
-    ours = {**_figures(fast_t, fast_work, tokens, batch, "documents", peak), "checkpointing": checkpoint,
-            "batch": "packed", "path": "fused + LoRA, varlen attention"}
-    speedup = round(naive_t["seconds_per_step"] / fast_t["seconds_per_step"], 3)
-    log(f"naive:   {naive['tokens_per_s']:>10,.0f} tokens/s  {naive['documents_per_s']:>7,.1f} docs/s  "
-        f"{naive['tflops']:>6.1f} TFLOP/s  peak {naive['peak_memory_gib']} GiB")
-    log(f"harness: {ours['tokens_per_s']:>10,.0f} tokens/s  {ours['documents_per_s']:>7,.1f} docs/s  "
-        f"{ours['tflops']:>6.1f} TFLOP/s  peak {ours['peak_memory_gib']} GiB  ({speedup:.2f}x naive)")
-    proj = {"naive": projection("retriever", naive["documents_per_s"], doc_tokens=doc_tokens,
-                                tokens_per_s=naive["tokens_per_s"]),
-            "harness": projection("retriever", ours["documents_per_s"], doc_tokens=doc_tokens,
-                                  tokens_per_s=ours["tokens_per_s"])}
-    log(f"one epoch of the paper's retriever data ({proj['harness']['basis']}): harness "
-        + ", ".join(f"{g} GPU {h} h" for g, h in proj["harness"]["hours"].items())
-        + "; naive " + ", ".join(f"{g} GPU {h} h" for g, h in proj["naive"]["hours"].items())
-        + f"; the paper: {PAPER['retriever_12b_hours_4xA6000']} h on 4 RTX A6000 (12B)")
-    return {"naive": naive, "harness": ours, "speedup": speedup, "first_step": check, "authors": authors,
-            "projection": proj, "paper": PAPER}
+
+    def figures(recompute):
+        def of(timing):
+            if not shapes:
+                return timing
+            work = {k: float(np.mean([train_flops(shapes[0], s, recompute=recompute)[k] for s in seqs]))
+                    for k in ("forward", "work", "three_forward")}
+            return _figures(timing, work, tokens, batch, "documents", peak)
+        return of
+
+    naive_f = _path_figures(naive_t, {"checkpointing": True, "batch": "padded", "attention": "sdpa + padding mask"},
+                            figures(True))
+    ours = _path_figures(fast_t, {"checkpointing": checkpoint, "batch": "packed",
+                                  "path": "fused + LoRA, varlen attention"}, figures(checkpoint))
+    speedup = _speedup(naive_t, fast_t)
+    line = lambda f: (f"{f['tokens_per_s']:>10,.0f} tokens/s  {f['documents_per_s']:>7,.1f} docs/s  "  # noqa: E731
+                      f"{f['tflops']:>6.1f} TFLOP/s  peak {f['peak_memory_gib']} GiB")
+    _log_path(log, "naive", naive_f, line)
+    _log_path(log, "harness", ours, lambda f: line(f) + (f"  ({speedup:.2f}x naive)" if speedup else ""))
+    proj = {path: projection("retriever", f["documents_per_s"], doc_tokens=doc_tokens, tokens_per_s=f["tokens_per_s"])
+            for path, f in (("naive", naive_f), ("harness", ours)) if "error" not in f}
+    _log_projection(log, "retriever", proj, f"{PAPER['retriever_12b_hours_4xA6000']} h on 4 RTX A6000 (12B)")
+    return {"naive": naive_f, "harness": ours, "speedup": speedup, "first_step": check, "authors": authors,
+            "projection": proj, "paper": PAPER, "one_model_at_a_time": True}
 
 
-def bench_train_reranker(model, groups, device, *, steps: int = 3, warmup: int = 2, checkpoint: bool = True,
-                         compile: bool | None = None, tau: float = 1.0, log=print) -> dict:
-    """groups: (prefix, candidates) per query, at least 2; one query a step, as in the paper."""
+def bench_train_reranker(build: Callable[[], torch.nn.Module], groups, device, *, steps: int = 3, warmup: int = 2,
+                         checkpoint: bool = True, compile: bool | None = None, tau: float = 1.0, log=print) -> dict:
+    """groups: (prefix, candidates) per query, at least 2; one query a step, as in the paper.
+    build: as for `bench_train_retriever`, called once a path."""
     from types import SimpleNamespace
 
     from harness.neural.fast.prefix_train import shared_prefix_score_groups
 
-    shape = Shape.of(model)
-    peft = with_lora(model)
-    peft.train()
-    torch.manual_seed(0)
-    head_layer = torch.nn.Linear(model.config.hidden_size, 1, bias=False).to(device)
-    head = lambda last: head_layer(last.float())  # noqa: E731
-    params = [p for p in peft.parameters() if p.requires_grad] + list(head_layer.parameters())
-    cycle = {"naive": 0, "harness": 0}
+    shapes = []
 
-    def next_group(path):
-        g = groups[cycle[path] % len(groups)]
-        cycle[path] += 1
-        return [g]
+    def setup(model):
+        shapes.append(Shape.of(model))
+        peft = with_lora(model)
+        peft.train()
+        torch.manual_seed(0)
+        layer = torch.nn.Linear(model.config.hidden_size, 1, bias=False).to(device)
+        take = _cycle(groups)
+        return peft, layer, (lambda last: layer(last.float())), lambda: [take()]
 
-    base = peft.get_base_model()
-    base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    base.config.use_cache = False
-    score_groups = shared_prefix_score_groups(checkpoint=checkpoint, compile=compile)
-    scorer = SimpleNamespace(backbone=peft, finish=head)
-    check = first_step_check(peft, lambda: naive_reranker_loss(peft, head, groups[:1], device, tau=tau),
-                             lambda: harness_reranker_loss(score_groups, scorer, groups[:1], device, tau=tau),
-                             extra=list(head_layer.parameters()))
-    log(f"first step: loss naive {check['naive_loss']:.6f} harness {check['harness_loss']:.6f}; "
-        f"LoRA gradient rel. error {check['gradients']['rel_error']:.2e} (cosine {check['gradients']['cosine']:.6f})")
-    optimizer = torch.optim.Adam(params, lr=1e-4)
-    naive_t = time_steps(lambda: naive_reranker_loss(peft, head, next_group("naive"), device, tau=tau), optimizer,
-                         device, warmup=warmup, steps=steps)
-    base.gradient_checkpointing_disable()
-    optimizer = torch.optim.Adam(params, lr=1e-4, fused=device.type == "cuda")
-    fast_t = time_steps(lambda: harness_reranker_loss(score_groups, scorer, next_group("harness"), device, tau=tau),
-                        optimizer, device, warmup=warmup, steps=steps)
+    def naive(model):
+        peft, layer, head, take = setup(model)
+        base = peft.get_base_model()
+        base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        base.config.use_cache = False
+        loss = lambda gs: naive_reranker_loss(peft, head, gs, device, tau=tau)  # noqa: E731
+        return PathSteps(peft, list(layer.parameters()), lambda: loss(groups[:1]), lambda: loss(take()),
+                         lambda params: torch.optim.Adam(params, lr=1e-4), keep_train=True)
+
+    def harness(model):
+        peft, layer, head, take = setup(model)
+        score_groups = shared_prefix_score_groups(checkpoint=checkpoint, compile=compile)
+        scorer = SimpleNamespace(backbone=peft, finish=head)
+        loss = lambda gs: harness_reranker_loss(score_groups, scorer, gs, device, tau=tau)  # noqa: E731
+        return PathSteps(peft, list(layer.parameters()), lambda: loss(groups[:1]), lambda: loss(take()),
+                         lambda params: torch.optim.Adam(params, lr=1e-4, fused=device.type == "cuda"))
+
+    naive_t, fast_t, check = one_at_a_time(build, naive, harness, device, warmup=warmup, steps=steps, log=log)
     pairs = int(np.mean([len(c) for _, c in groups]))
     concat_seqs = [[(len(p) + len(c), 0) for c in cs] for p, cs in groups]
     shared_seqs = [[(len(p), 0)] + [(len(c), len(p)) for c in cs] for p, cs in groups]
-    avg = lambda seqs, rc: {k: float(np.mean([train_flops(shape, s, recompute=rc)[k] for s in seqs]))  # noqa: E731
-                            for k in ("forward", "work", "three_forward")}
     peak = peak_bf16_tflops(device)
     concat_tokens = int(np.mean([sum(n for n, _ in s) for s in concat_seqs]))
     shared_tokens = int(np.mean([sum(n for n, _ in s) for s in shared_seqs]))
-    naive = {**_figures(naive_t, avg(concat_seqs, True), concat_tokens, pairs, "pairs", peak), "checkpointing": True,
-             "batch": "concatenated pairs, padded", "attention": "sdpa + padding mask"}
-    ours = {**_figures(fast_t, avg(shared_seqs, checkpoint), shared_tokens, pairs, "pairs", peak),
-            "checkpointing": checkpoint, "batch": "shared prefix, packed", "path": "fused + LoRA, varlen attention"}
-    speedup = round(naive_t["seconds_per_step"] / fast_t["seconds_per_step"], 3)
-    log(f"naive:   {naive['pairs_per_s']:>7,.2f} pairs/s  {naive['tflops']:>6.1f} TFLOP/s  peak {naive['peak_memory_gib']} GiB")
-    log(f"harness: {ours['pairs_per_s']:>7,.2f} pairs/s  {ours['tflops']:>6.1f} TFLOP/s (of the shared-prefix work)  "
-        f"peak {ours['peak_memory_gib']} GiB  ({speedup:.2f}x naive); tokens {concat_tokens:,} -> {shared_tokens:,}")
-    proj = {path: projection("reranker", fig["pairs_per_s"] / pairs) for path, fig in (("naive", naive), ("harness", ours))}
-    log(f"one epoch of the paper's reranker data ({proj['harness']['basis']}): harness "
-        + ", ".join(f"{g} GPU {h} h" for g, h in proj["harness"]["hours"].items())
-        + "; naive " + ", ".join(f"{g} GPU {h} h" for g, h in proj["naive"]["hours"].items())
-        + f"; the paper: {PAPER['reranker_hours_4xA6000']} h on 4 RTX A6000")
-    return {"naive": naive, "harness": ours, "speedup": speedup, "first_step": check, "candidates": pairs,
-            "token_ratio": round(concat_tokens / shared_tokens, 3), "projection": proj, "paper": PAPER}
+
+    def figures(seqs, recompute, tokens):
+        def of(timing):
+            if not shapes:
+                return timing
+            work = {k: float(np.mean([train_flops(shapes[0], s, recompute=recompute)[k] for s in seqs]))
+                    for k in ("forward", "work", "three_forward")}
+            return _figures(timing, work, tokens, pairs, "pairs", peak)
+        return of
+
+    naive_f = _path_figures(naive_t, {"checkpointing": True, "batch": "concatenated pairs, padded",
+                                      "attention": "sdpa + padding mask"}, figures(concat_seqs, True, concat_tokens))
+    ours = _path_figures(fast_t, {"checkpointing": checkpoint, "batch": "shared prefix, packed",
+                                  "path": "fused + LoRA, varlen attention"}, figures(shared_seqs, checkpoint, shared_tokens))
+    speedup = _speedup(naive_t, fast_t)
+    _log_path(log, "naive", naive_f, lambda f: f"{f['pairs_per_s']:>7,.2f} pairs/s  {f['tflops']:>6.1f} TFLOP/s  "
+              f"peak {f['peak_memory_gib']} GiB")
+    _log_path(log, "harness", ours, lambda f: f"{f['pairs_per_s']:>7,.2f} pairs/s  {f['tflops']:>6.1f} TFLOP/s (of the "
+              f"shared-prefix work)  peak {f['peak_memory_gib']} GiB" + (f"  ({speedup:.2f}x naive)" if speedup else "")
+              + f"; tokens {concat_tokens:,} -> {shared_tokens:,}")
+    proj = {path: projection("reranker", f["pairs_per_s"] / pairs) for path, f in (("naive", naive_f), ("harness", ours))
+            if "error" not in f}
+    _log_projection(log, "reranker", proj, f"{PAPER['reranker_hours_4xA6000']} h on 4 RTX A6000")
+    return {"naive": naive_f, "harness": ours, "speedup": speedup, "first_step": check, "candidates": pairs,
+            "token_ratio": round(concat_tokens / shared_tokens, 3), "projection": proj, "paper": PAPER,
+            "one_model_at_a_time": True}
