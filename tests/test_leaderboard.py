@@ -55,7 +55,7 @@ def test_performance_page_renders_each_benchmark_kind(tmp_path):
                   "rankings_identical": True}, tmp_path / "d.json")
     page = performance_page(tmp_path)
     assert "| 4,000       | 2,000" in page and "torch on cuda" in page
-    assert "counts cached across seeds" in page and "| True " in page
+    assert "one count matrix per collection" in page and "| True " in page
     assert "| tiny    | packed" in page and "4.00" in page and "1.0e-03 / 2.0e-03" in page
     assert "| sbert    | demo" in page and "1.10" in page and "Test Card" in page
     assert json.loads((tmp_path / "a.json").read_text())["benchmark"] == "encode"
