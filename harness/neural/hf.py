@@ -1,7 +1,7 @@
 """Loading Hugging Face backbones by hub id or local folder (GGUF folders included).
 
 A GGUF file is dequantized on every load (about a minute for a 0.5B model), so the first load
-keeps the dequantized weights and tokenizer under `<cache>/dequantized/<gguf sha256>-<dtype>/`
+keeps the dequantized weights and tokenizer under `<cache>/dequantized/<weights sha256>-<dtype>/`
 and later loads read that folder (seconds). The model's identity stays the GGUF file's.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from harness.neural.embed_cache import cache_root
-from harness.neural.models import resolve_model
+from harness.neural.models import resolve_model, weights_fingerprint
 
 
 def _gguf_file(path: str) -> str | None:
@@ -25,17 +25,13 @@ def _gguf_file(path: str) -> str | None:
     return None
 
 
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 22), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def dequantized_folder(path: str, gguf: str, dtype: torch.dtype) -> Path:
-    """Where the dequantized copy of `path/gguf` in `dtype` is kept (it may not exist yet)."""
-    return cache_root() / "dequantized" / f"{_file_sha256(Path(path) / gguf)[:24]}-{str(dtype).removeprefix('torch.')}"
+    """Where the dequantized copy of the GGUF folder `path` in `dtype` is kept (it may not exist
+    yet), named by the folder's weights fingerprint (its one `gguf` file)."""
+    file = Path(path, gguf).resolve()
+    stat = file.stat()  # past the fingerprint's size limit: the file's place, size and time
+    key = weights_fingerprint(path) or hashlib.sha256(f"{file}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()
+    return cache_root() / "dequantized" / f"{key[:24]}-{str(dtype).removeprefix('torch.')}"
 
 
 def _with_pad(tok):

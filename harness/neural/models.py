@@ -108,13 +108,25 @@ def resolve_model(ref: str, *, hub: bool = True) -> str:
     )
 
 
+_FINGERPRINTS: dict[tuple, str | None] = {}
+
+
 def weights_fingerprint(path: str, *, limit_bytes: int = 1 << 34) -> str | None:
-    """sha256 over a local model folder's weight files (names and bytes); None for a hub id."""
+    """sha256 over a local model folder's weight files (names and bytes); None for a hub id.
+    Kept per process while the files' sizes and times stay the same: one load asks for it more
+    than once (a GGUF's dequantized copy, then the model's identity)."""
     folder = Path(path)
     if not folder.is_dir():
         return None
-    h = hashlib.sha256()
     files = sorted(p for p in folder.rglob("*") if p.suffix in (".safetensors", ".bin", ".gguf", ".pt") and p.is_file())
+    key = (str(folder.resolve()), limit_bytes, tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files))
+    if key not in _FINGERPRINTS:
+        _FINGERPRINTS[key] = _hash_files(folder, files, limit_bytes)
+    return _FINGERPRINTS[key]
+
+
+def _hash_files(folder: Path, files: list[Path], limit_bytes: int) -> str | None:
+    h = hashlib.sha256()
     read = 0
     for p in files:
         h.update(str(p.relative_to(folder)).encode() + b"\0")

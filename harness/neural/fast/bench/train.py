@@ -377,6 +377,19 @@ def _cycle(items):
     return take
 
 
+def _figures_of(shapes: list, seqs, recompute: bool, tokens: int, items: int, unit: str,
+                peak: float | None) -> Callable[[dict], dict]:
+    """A path's figures from its timing, by the work of `seqs` on the model the path built
+    (`shapes[0]`); the timing alone when no path got as far as building one."""
+    def of(timing: dict) -> dict:
+        if not shapes:
+            return timing
+        work = {k: float(np.mean([train_flops(shapes[0], s, recompute=recompute)[k] for s in seqs]))
+                for k in ("forward", "work", "three_forward")}
+        return _figures(timing, work, tokens, items, unit, peak)
+    return of
+
+
 def _path_figures(timing: dict, described: dict, figures: Callable[[dict], dict]) -> dict:
     """A path's result: its figures, or its error record, with what the path is."""
     return {**(timing if "error" in timing else figures(timing)), **described}
@@ -448,13 +461,7 @@ def bench_train_retriever(build: Callable[[], torch.nn.Module], rows: Sequence[S
     peak = peak_bf16_tflops(device)
 
     def figures(recompute):
-        def of(timing):
-            if not shapes:
-                return timing
-            work = {k: float(np.mean([train_flops(shapes[0], s, recompute=recompute)[k] for s in seqs]))
-                    for k in ("forward", "work", "three_forward")}
-            return _figures(timing, work, tokens, batch, "documents", peak)
-        return of
+        return _figures_of(shapes, seqs, recompute, tokens, batch, "documents", peak)
 
     naive_f = _path_figures(naive_t, {"checkpointing": True, "batch": "padded", "attention": "sdpa + padding mask"},
                             figures(True))
@@ -517,13 +524,7 @@ def bench_train_reranker(build: Callable[[], torch.nn.Module], groups, device, *
     shared_tokens = int(np.mean([sum(n for n, _ in s) for s in shared_seqs]))
 
     def figures(seqs, recompute, tokens):
-        def of(timing):
-            if not shapes:
-                return timing
-            work = {k: float(np.mean([train_flops(shapes[0], s, recompute=recompute)[k] for s in seqs]))
-                    for k in ("forward", "work", "three_forward")}
-            return _figures(timing, work, tokens, pairs, "pairs", peak)
-        return of
+        return _figures_of(shapes, seqs, recompute, tokens, pairs, "pairs", peak)
 
     naive_f = _path_figures(naive_t, {"checkpointing": True, "batch": "concatenated pairs, padded",
                                       "attention": "sdpa + padding mask"}, figures(concat_seqs, True, concat_tokens))
