@@ -4,13 +4,17 @@
 # negative strategy and run on the top 100 of FIRST (a first-stage run carried in
 # leaderboards/runs) -- and the 1.5B backbone's retriever rows.
 #
-# Runs in the background (setsid) so it outlives one call; poll `tail /root/stash/pipeline.log`,
-# fetch with `issue11_table2.sh pack`.
+# Runs in the background (setsid) so it outlives one call; poll `tail /root/stash/pipeline*.log`,
+# fetch with `issue11_table2.sh pack`. LANE=x runs another pipeline beside the first (its log
+# pipeline-x.log; the staging is done once, under a lock); two lanes keep one card busier than one.
 # usage: issue11_table2.sh start COMMIT STEP ... | pack
 #   STEP: ab-reranker / ab-retriever (issue 13: a short training, AB_STEPS steps, through the Hugging
 #         Face path and then fast_training; extra flags in AB_SET, e.g. "--set grad_checkpointing=false"),
 #         rerank:STRATEGY (q, p, r, q+p, q+r, p+r, q+p+r), rerank-fast:STRATEGY (the same with
-#         fast_training, for issue 13's measurement: trained only), qwen15-untrained, qwen15-cosine-b16
+#         fast_training, for issue 13's measurement: trained only), qwen15-untrained, qwen15-cosine-b16,
+#         bench13 (issue 13's issue13_bench_train.sh with PROFILE=1, into $S/bench13; needs no staging),
+#         mark:NAME (touch $S/NAME.done) and wait:NAME (until it exists: a lane waits for another's
+#         step, e.g. for the card alone to be free again)
 #   RERANK_SET="k=v ..." adds --set flags to the reranker's training and runs (a named variant),
 #   RERANK_TAG names it ("-f0.3-b4": runs "$FIRST+reranker-STRATEGY-f0.3-b4").
 # Staged before, in back-to-back calls:
@@ -32,19 +36,22 @@ COLLECTIONS=(reddit-xsub blogs-xtopic pan19-en)
 if [ "${1:-}" = pack ]; then
   cd $S && tar czf - runs | split -b 15000000 -d -a 1 - "$OUT/runs.tgz.part"  # files come back in 16 MiB at most
   tar czf "$OUT/training.tgz" training 2>/dev/null
-  cp $S/pipeline.log "$OUT/" 2>/dev/null; ls -la "$OUT"; exit 0
+  [ -d bench13 ] && tar czf "$OUT/bench13.tgz" bench13
+  cat $S/pipeline*.log > "$OUT/pipeline.log" 2>/dev/null; ls -la "$OUT"; exit 0
 fi
 if [ "${1:-}" = start ]; then
   T=$S/tree-$(date +%s) && mkdir -p $S && cp -a . $T
   shift
-  setsid bash $T/scripts/device/issue11_table2.sh pipeline "$@" >> $S/pipeline.log 2>&1 < /dev/null &
-  sleep 10; tail -3 $S/pipeline.log; exit 0
+  LOG=$S/pipeline${LANE:+-$LANE}.log
+  setsid bash $T/scripts/device/issue11_table2.sh pipeline "$@" >> $LOG 2>&1 < /dev/null &
+  sleep 10; tail -3 $LOG; exit 0
 fi
 [ "${1:-}" = pipeline ] || { echo "usage: $0 start COMMIT STEP ... | pack" >&2; exit 2; }
 cd "$(dirname "$0")/../.."
 COMMIT=$2; shift 2
 
-setup() {
+setup() {  # under a lock: lanes start together
+  exec 9> $S/setup.lock && flock 9
   mkdir -p $S/models/Qwen2.5-Coder-0.5B-Instruct-GGUF $S/models/Qwen2.5-Coder-1.5B-Instruct-GGUF $R $S/training $S/corpora $S/cache/neighbours
   [ -f $S/models/Qwen2.5-Coder-0.5B-Instruct-GGUF/qwen2.5-coder-0.5b-instruct.gguf ] ||
     cat $S/qwen.part* > $S/models/Qwen2.5-Coder-0.5B-Instruct-GGUF/qwen2.5-coder-0.5b-instruct.gguf
@@ -57,6 +64,7 @@ setup() {
   for C in "${RERANK_ON[@]}"; do  # the first stage's runs, where the reranker reads them
     [ -d leaderboards/runs/$C/$FIRST ] && mkdir -p $R/$C && cp -rn leaderboards/runs/$C/$FIRST $R/$C/
   done
+  flock -u 9
 }
 h() { python3 -m harness "$@" $([ "$1" = run ] && echo --no-progress) 2>&1 | grep -v "Batches\|Loading weights\|Converting and de-quantizing\|encoding:\|reranking:"; }
 trained() { cp $S/m/$1/train_log.json $S/training/$1.train_log.json; cp $S/m/$1/model/aa_model.json $S/training/$1.aa_model.json 2>/dev/null; }
@@ -64,11 +72,14 @@ trained() { cp $S/m/$1/train_log.json $S/training/$1.train_log.json; cp $S/m/$1/
 pipeline() {
   export PYTHONPATH=$PWD:/tmp/site AA_HARNESS_MODEL_DIR=$S/models AA_HARNESS_CORPORA=$S/corpora \
          AA_HARNESS_CACHE=$S/cache AA_HARNESS_DISABLE_PLUGIN_AUTOLOAD=1 PYTHONUNBUFFERED=1 AA_HARNESS_GIT_COMMIT=$COMMIT
-  setup
+  case " $* " in *" rerank"*|*" ab-"*|*" qwen15"*) setup ;; esac  # bench13, mark and wait need no staging
   nvidia-smi --query-gpu=name --format=csv,noheader
   for step in "$@"; do
-    echo "== $step $(date +%T)"
+    echo "== ${LANE:-} $step $(date +%T)"
     case $step in
+      mark:*) touch $S/${step#mark:}.done ;;
+      wait:*) while [ ! -f $S/${step#wait:}.done ]; do sleep 5; done ;;
+      bench13) OUT=$S/bench13 PROFILE=1 bash scripts/device/issue13_bench_train.sh ;;
       rerank:*|rerank-fast:*)
         local strategy=${step#*:} fast=false tag=${RERANK_TAG:-} extra=()
         for kv in ${RERANK_SET:-}; do extra+=(--set "$kv"); done

@@ -8,7 +8,9 @@
 # one that runs out of time) is run once more with --no-compile, within the same limit again.
 # Results: benchmarks/results/train-*.json and batching-*.json, copied with the log into $OUT.
 # Knobs: STEPS / WARMUP (timed / untimed steps a path, default 3 / 2), WITH_12B_RETRIEVER=1 adds
-# the retriever at the 12B shape (about 1.5 more minutes), SKIP_BATCHING=1.
+# the retriever at the 12B shape (about 1.5 more minutes), SKIP_BATCHING=1, PROFILE=1 adds the
+# 0.6B retriever uncompiled (its own result file) and the kernel profiles of its harness step,
+# compiled and not (benchmarks/profile_train.py, about 2 more minutes).
 set -uo pipefail
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -29,5 +31,11 @@ bench 150 train retriever --arch qwen3-8b --random-weights --steps "$S" --warmup
 bench 150 train reranker --arch mistral-nemo-12b --random-weights --steps "$S" --warmup "$W" ${RR_ARGS:-}
 [ -n "${SKIP_BATCHING:-}" ] || timeout 120 python -m harness bench batching --docs 100000 400000 2>&1 | quiet
 [ -z "${WITH_12B_RETRIEVER:-}" ] || bench 150 train retriever --arch mistral-nemo-12b --random-weights --steps 2 --warmup 2
+if [ -n "${PROFILE:-}" ]; then
+  R=benchmarks/results/train-retriever-qwen3-0.6b-uncompiled.json
+  timeout 100 python -m harness bench train retriever --arch qwen3-0.6b --random-weights --steps "$S" --warmup "$W" \
+    --no-compile --out "$R" 2>&1 | quiet
+  for flag in "" --no-compile; do timeout 120 python benchmarks/profile_train.py --arch qwen3-0.6b $flag 2>&1 | quiet; done
+fi
 cp benchmarks/results/train-*.json benchmarks/results/batching-*.json "$OUT/" 2>/dev/null
 ls -la "$OUT"

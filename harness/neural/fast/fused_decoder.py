@@ -89,9 +89,9 @@ def compiled(fns: Sequence[Callable], device: torch.device, compile: bool | None
 
 
 def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    h = x.float()
-    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
-    return weight * h.to(x.dtype)
+    # normalised in fp32, weighted in the input's dtype (as the HF layers); F.rms_norm is one
+    # kernel uncompiled where the pow/mean/rsqrt chain is four
+    return weight * F.rms_norm(x.float(), (x.shape[-1],), eps=eps).to(x.dtype)
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

@@ -83,9 +83,9 @@ def _plus(y: torch.Tensor, delta: torch.Tensor | None) -> torch.Tensor:
     return y if delta is None else y + delta
 
 
-def _pre(x, norm_w, eps, w_qkv, b_qkv, q_norm_w, k_norm_w, cos, sin, lora_qkv, training, heads, kv_heads, head_dim):
-    h = _rms(x, norm_w, eps)
-    qkv = _plus(F.linear(h, w_qkv, b_qkv), _lora_delta(h, lora_qkv, training))
+def _qk_rope(qkv, delta, q_norm_w, k_norm_w, cos, sin, eps, heads, kv_heads, head_dim):
+    """q, k, v of the fused product plus its LoRA update: q/k norms (Qwen3) and rotary."""
+    qkv = _plus(qkv, delta)
     q, k, v = qkv.split([heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], dim=-1)
     q, k, v = q.view(-1, heads, head_dim), k.view(-1, kv_heads, head_dim), v.view(-1, kv_heads, head_dim)
     if q_norm_w is not None:
@@ -94,13 +94,19 @@ def _pre(x, norm_w, eps, w_qkv, b_qkv, q_norm_w, k_norm_w, cos, sin, lora_qkv, t
     return _rotate(q, c, s), _rotate(k, c, s), v
 
 
-def _post(x, attn, w_o, norm_w, eps, w_gu, w_down, lora_o, lora_gu, lora_down, training, inter):
-    a = attn.flatten(1)
-    x = x + _plus(F.linear(a, w_o), _lora_delta(a, lora_o, training))
-    h = _rms(x, norm_w, eps)
-    gate, up = _plus(F.linear(h, w_gu), _lora_delta(h, lora_gu, training)).split([inter, inter], dim=-1)
-    m = F.silu(gate) * up
-    return x + _plus(F.linear(m, w_down), _lora_delta(m, lora_down, training))
+def _add_rms(x, y, delta, norm_w, eps):
+    """The residual x + y (+ LoRA update) and the next layer norm of it."""
+    x = x + _plus(y, delta)
+    return x, _rms(x, norm_w, eps)
+
+
+def _swiglu(gu, delta, inter):
+    gate, up = _plus(gu, delta).split([inter, inter], dim=-1)
+    return F.silu(gate) * up
+
+
+def _add(x, y, delta):
+    return x + _plus(y, delta)
 
 
 @dataclass
@@ -156,7 +162,10 @@ class LoraFusedDecoder:
                     if any(hasattr(x, "lora_A") for x in mod) and _lora_of(mod) is None]
             if lone:
                 raise ValueError(f"LoRA on part of {', '.join(lone)}: the fused path needs all of them or none")
-        self.pre, self.post, self.final = compiled((_pre, _post, _rms), next(base.parameters()).device, compile)
+        # only the elementwise work between the products is compiled, never the LoRA side
+        # products: with LoRA dropout inside, Inductor failed on an H100 (torch 2.11)
+        self.rms, self.qk_rope, self.add_rms, self.swiglu, self.add, self.final = compiled(
+            (_rms, _qk_rope, _add_rms, _swiglu, _add, _rms), next(base.parameters()).device, compile)
 
     @property
     def training(self) -> bool:
@@ -164,15 +173,17 @@ class LoraFusedDecoder:
 
     def _layer(self, i: int, x: torch.Tensor, cos, sin, attend: Attend, keep: list | None) -> torch.Tensor:
         p, training = self.layers[i], self.training
-        q, k, v = self.pre(x, p["in_norm"], self.eps, p["w_qkv"], p["b_qkv"], p["q_norm"], p["k_norm"], cos, sin,
-                           p["lora_qkv"], training, self.heads, self.kv_heads, self.head_dim)
+        h = self.rms(x, p["in_norm"], self.eps)
+        q, k, v = self.qk_rope(F.linear(h, p["w_qkv"], p["b_qkv"]), _lora_delta(h, p["lora_qkv"], training),
+                               p["q_norm"], p["k_norm"], cos, sin, self.eps, self.heads, self.kv_heads, self.head_dim)
         if keep is not None:
             keep.append((k, v))
         if attend.gather is not None:
             k, v = k.index_select(0, attend.gather), v.index_select(0, attend.gather)
-        attn = _varlen_attention(q, k, v, attend.cu_q, attend.cu_k, attend.max_q, attend.max_k, self.scale)
-        return self.post(x, attn, p["w_o"], p["post_norm"], self.eps, p["w_gu"], p["w_down"], p["lora_o"],
-                         p["lora_gu"], p["lora_down"], training, self.inter)
+        a = _varlen_attention(q, k, v, attend.cu_q, attend.cu_k, attend.max_q, attend.max_k, self.scale).flatten(1)
+        x, h = self.add_rms(x, F.linear(a, p["w_o"]), _lora_delta(a, p["lora_o"], training), p["post_norm"], self.eps)
+        m = self.swiglu(F.linear(h, p["w_gu"]), _lora_delta(h, p["lora_gu"], training), self.inter)
+        return self.add(x, F.linear(m, p["w_down"]), _lora_delta(m, p["lora_down"], training))
 
     def forward(self, ids: torch.Tensor, positions: torch.Tensor, attend: Attend) -> torch.Tensor:
         """Final hidden states [T, hidden] of packed tokens, with autograd to the LoRA weights."""
