@@ -53,11 +53,14 @@ def main() -> None:
         torch.cuda.synchronize()
         wall = time.perf_counter() - t
     events = prof.key_averages()
-    gpu = sum(e.self_device_time_total for e in events) / 1e6
-    kernels = sum(e.count for e in events if e.self_device_time_total > 0)
+    # the kernels themselves (an aten op's row repeats its kernels' time)
+    kernel_rows = [e for e in events if e.device_type == torch.autograd.DeviceType.CUDA]
+    gpu = sum(e.self_device_time_total for e in kernel_rows) / 1e6
+    kernels = sum(e.count for e in kernel_rows)
+    host = sum(e.self_cpu_time_total for e in events) / 1e6
     print(f"{args.arch} {'uncompiled' if args.no_compile else 'compiled'}"
           f"{', checkpointed' if args.checkpoint else ''}: step {wall:.3f} s wall (under the profiler), "
-          f"{gpu:.3f} s of kernels, {kernels} kernel launches")
+          f"{gpu:.3f} s of kernels ({kernels} launches), {host:.3f} s of host work in torch ops")
     print(events.table(sort_by="self_device_time_total", row_limit=25, max_name_column_width=60))
 
 
