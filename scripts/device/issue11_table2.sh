@@ -66,7 +66,7 @@ setup() {  # under a lock: lanes start together
   done
   flock -u 9
 }
-h() { python3 -m harness "$@" $([ "$1" = run ] && echo --no-progress) 2>&1 | grep -v "Batches\|Loading weights\|Converting and de-quantizing\|encoding:\|reranking:"; }
+h() { python3 -m harness "$@" $([ "$1" = run ] && echo --no-progress) 2>&1 | grep --line-buffered -v "Batches\|Loading weights\|Converting and de-quantizing\|encoding:\|reranking:"; }
 trained() { cp $S/m/$1/train_log.json $S/training/$1.train_log.json; cp $S/m/$1/model/aa_model.json $S/training/$1.aa_model.json 2>/dev/null; }
 
 pipeline() {
