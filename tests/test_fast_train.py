@@ -388,6 +388,17 @@ def test_compiled_layers_match_and_compile_once_for_all_layers():
     for seed in (12, 13):  # other lengths, dropout on
         more = _rows(8, 3, 40, seed=seed)
         retriever_loss(dec, proj, more[:4], more[4:], torch.device("cpu"), tau=0.05).backward()
-    # per function: eval / train x layer 0 (input from the frozen embedding, no grad) / later layers:
-    # at most 4 graphs for each of pre and post and 2 for the final norm, whatever the depth or lengths
+    # the compiled pieces (norms, q/k norm + rotary, residual + norm, SwiGLU, residual) differ only by
+    # eval / train and layer 0 (input from the frozen embedding, no grad) / later layers: 8 graphs
+    # here, a bound of 10 whatever the depth or lengths
     assert counters["stats"]["unique_graphs"] <= 10, dict(counters["stats"])
+
+
+def test_training_compile_follows_the_request_else_compiles_big_models_on_cuda_only(monkeypatch):
+    from harness.neural.fast import lora_train
+
+    peft = _peft("tiny-qwen3")
+    assert lora_train.training_compile(peft, True) is True and lora_train.training_compile(peft, False) is False
+    assert lora_train.training_compile(peft, None) is False  # small, and on the CPU
+    monkeypatch.setattr(lora_train, "COMPILE_ABOVE", 0)
+    assert lora_train.training_compile(peft, None) is False  # big enough now, but not on CUDA

@@ -124,12 +124,12 @@ def train_table(records: list[dict]) -> str:
         unit = "documents" if "documents_per_s" in res["naive"] or r["benchmark"] == "train-retriever" else "pairs"
         model = r["benchmark"].removeprefix("train-")
         agree = _first_step_cell(res)
-        # the harness's elementwise work is torch.compile'd on CUDA unless --no-compile
-        compiled = str(r.get("device", "")).startswith("cuda") and not r["args"].get("no_compile")
         for path in ("naive", "harness"):
             f = res[path]
-            label = (f"{path} ({f['batch']}{', ckpt' if f['checkpointing'] else ''}"
-                     f"{', compiled' if compiled and path == 'harness' else ''})")
+            # records before `compiled` was written: compiled on CUDA unless --no-compile
+            compiled = f.get("compiled", path == "harness" and str(r.get("device", "")).startswith("cuda")
+                             and not r["args"].get("no_compile"))
+            label = f"{path} ({f['batch']}{', ckpt' if f['checkpointing'] else ''}{', compiled' if compiled else ''})"
             peak = "—" if f.get("peak_memory_gib") is None else f"{f['peak_memory_gib']:.1f}"
             if "error" in f:
                 rows.append([f"{model}, {r['args']['arch']}", label, "—", "—", "—", peak, "—", "—",

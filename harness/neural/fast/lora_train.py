@@ -225,12 +225,26 @@ def retriever_loss(decoder: LoraFusedDecoder, finish: Callable[[torch.Tensor], t
     return supcon_loss(emb[:n], emb[n:], tau, cosine=cosine)
 
 
-def fused_embed_batch(*, checkpoint: bool = False, compile: bool = False):
+COMPILE_ABOVE = 2e9  # parameters: the bench's compiled step won above it (8B) and lost below (0.6B, host-bound)
+
+
+def training_compile(model: torch.nn.Module, compile: bool | None) -> bool:
+    """Whether a fast training step compiles its elementwise work: as asked, else (None) on CUDA
+    for backbones above COMPILE_ABOVE parameters. On an H100 (torch 2.11) the compiled step ran
+    the Qwen3-8B shape at 53% of peak bf16; at the 0.6B shape, where the host's launches bound
+    the step, compiling cost 10% (benchmarks/results/train-retriever-*)."""
+    if compile is not None:
+        return compile
+    params = sum(p.numel() for p in model.parameters())
+    return next(model.parameters()).device.type == "cuda" and params > COMPILE_ABOVE
+
+
+def fused_embed_batch(*, checkpoint: bool = False, compile: bool | None = None):
     """An `embed_batch` hook for harness.neural.training: a LLM bi-encoder's training forward
     through a LoraFusedDecoder (its rows in one pack, LoRA inside the fused products), pooled
     and finished (projected) as the model does. One process only: the hook calls the model's
     layers directly, bypassing the DDP wrapper whose forward arms the gradient all-reduce.
-    compile stays off by default: torch.compile of these layers failed on an H100 (torch 2.11)."""
+    compile: see `training_compile` (None: on CUDA above 2B parameters)."""
     from harness.errors import HarnessError
 
     decoders: dict[int, LoraFusedDecoder] = {}
@@ -240,7 +254,8 @@ def fused_embed_batch(*, checkpoint: bool = False, compile: bool = False):
             raise HarnessError("fast_training runs on one process (it bypasses DDP's gradient sync); "
                                "drop --set fast_training=true under torchrun")
         if id(model) not in decoders:
-            decoders[id(model)] = LoraFusedDecoder(model.backbone, compile=compile, checkpoint=checkpoint)
+            decoders[id(model)] = LoraFusedDecoder(model.backbone, compile=training_compile(model.backbone, compile),
+                                                   checkpoint=checkpoint)
         return embed_for_training(decoders[id(model)], features, device, pooling=model.pooling, finish=model.finish)
 
     return embed_batch

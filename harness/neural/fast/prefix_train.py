@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from harness.neural.fast.fused_decoder import to_device
-from harness.neural.fast.lora_train import Attend, LoraFusedDecoder
+from harness.neural.fast.lora_train import Attend, LoraFusedDecoder, training_compile
 
 
 def shared_prefix_layout(groups: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]], device: torch.device):
@@ -86,7 +86,7 @@ def reranker_loss(decoder: LoraFusedDecoder, head: Callable[[torch.Tensor], torc
     return candidates_loss(shared_prefix_scores(decoder, head, groups, device), tau) / len(groups)
 
 
-def shared_prefix_score_groups(*, checkpoint: bool = False, compile: bool | None = False):
+def shared_prefix_score_groups(*, checkpoint: bool = False, compile: bool | None = None):
     """A `score_groups` hook for the reranker's training task (`QueryNegatives`, with
     `fast_training`): score_groups(wrapped, model, groups, device) -> one tensor of scores per
     group of (prefix, candidates), `shared_prefix_scores` through a LoraFusedDecoder over
@@ -94,8 +94,8 @@ def shared_prefix_score_groups(*, checkpoint: bool = False, compile: bool | None
     call in one pack. The decoder is built at the first call, on the device the model is on then.
 
     One process only: the hook calls the model's layers directly, bypassing the DDP wrapper
-    whose forward arms the gradient all-reduce. compile stays off by default, as the
-    retriever's fused step: torch.compile of these layers failed on an H100 (torch 2.11)."""
+    whose forward arms the gradient all-reduce. compile: as the retriever's fused step
+    (`lora_train.training_compile`; None: on CUDA above 2B parameters)."""
     from harness.errors import HarnessError
 
     decoders: dict[int, LoraFusedDecoder] = {}
@@ -107,7 +107,8 @@ def shared_prefix_score_groups(*, checkpoint: bool = False, compile: bool | None
         decoder = decoders.get(id(model))
         if decoder is None or decoder.model is not model.backbone:
             try:
-                decoder = decoders[id(model)] = LoraFusedDecoder(model.backbone, compile=compile, checkpoint=checkpoint)
+                decoder = decoders[id(model)] = LoraFusedDecoder(
+                    model.backbone, compile=training_compile(model.backbone, compile), checkpoint=checkpoint)
             except ValueError as e:
                 raise HarnessError(f"fast_training: {e}; drop --set fast_training=true for this backbone") from e
         return shared_prefix_scores(decoder, model.finish, groups, device)

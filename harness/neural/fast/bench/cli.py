@@ -65,7 +65,8 @@ def add_parser(sub) -> None:
     p.add_argument("--warmup", type=int, default=2, help="untimed steps a path first (compilation)")
     p.add_argument("--checkpoint", choices=["auto", "on", "off"], default="auto",
                    help="recompute the harness's layers in backward (auto: on above 2B parameters)")
-    p.add_argument("--no-compile", action="store_true", help="run the harness's layers uncompiled")
+    p.add_argument("--no-compile", action="store_true", help="run the harness's layers uncompiled (default: as training runs them, "
+                   "compiled on CUDA above 2B parameters)")
     p.add_argument("--doc-tokens", type=int, default=512,
                    help="tokens a paper training document for the epoch projection (the recipe truncates at 512)")
     p.set_defaults(fn=cmd_train)

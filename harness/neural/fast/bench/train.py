@@ -9,8 +9,9 @@ the CPU), the recipe's batch padded to its longest row with an attention mask, A
 harness: `LoraFusedDecoder` (fused layers, LoRA inside, packed, varlen attention; layers
 checkpointed or not), the retriever's documents in one pack; for the reranker the shared-prefix
 step as the reranker's trainer runs it with `fast_training` (the `shared_prefix_score_groups`
-hook under the trainer's autocast, then `candidates_loss`; the trainer runs it uncompiled, so
-`--no-compile` times exactly what trains). Both paths train the same LoRA tensors on the same
+hook under the trainer's autocast, then `candidates_loss`). Compiled or not as training decides
+(`lora_train.training_compile`: on CUDA above 2B parameters) unless `--no-compile`, so the
+bench times what trains; the record says which (`compiled`). Both paths train the same LoRA tensors on the same
 batches; the first step's loss and LoRA gradients are compared before any optimiser step.
 
 FLOPs: a forward costs 2 x non-embedding parameters per token plus causal attention
@@ -422,7 +423,7 @@ def bench_train_retriever(build: Callable[[], torch.nn.Module], rows: Sequence[S
     """rows: 2 x authors x (warmup + steps) documents or more; batch i is rows[2ai : 2a(i+1)].
     build: returns the bare decoder with random weights; called once a path, it must give the
     same weights each time (a seeded `archs.build_model`; checked)."""
-    from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss
+    from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss, training_compile
 
     batch = 2 * authors
     batches = [(b[:authors], b[authors:]) for b in (rows[i:i + batch] for i in range(0, len(rows) - batch + 1, batch))]
@@ -430,7 +431,7 @@ def bench_train_retriever(build: Callable[[], torch.nn.Module], rows: Sequence[S
         raise ValueError(f"need at least {2 * batch} rows")
     tokens = int(np.mean([sum(map(len, a)) + sum(map(len, b)) for a, b in batches]))
     seqs = [[(len(r), 0) for r in (*a, *b)] for a, b in batches]
-    shapes = []
+    shapes, compiled = [], []
 
     def setup(model):
         shapes.append(Shape.of(model))
@@ -452,7 +453,8 @@ def bench_train_retriever(build: Callable[[], torch.nn.Module], rows: Sequence[S
 
     def harness(model):
         peft, layer, finish, take = setup(model)
-        decoder = LoraFusedDecoder(peft, compile=compile, checkpoint=checkpoint)
+        compiled.append(training_compile(peft, compile))
+        decoder = LoraFusedDecoder(peft, compile=compiled[-1], checkpoint=checkpoint)
         loss = lambda ab: retriever_loss(decoder, finish, *ab, device, tau=tau)  # noqa: E731
         return PathSteps(peft, list(layer.parameters()), lambda: loss(batches[0]), lambda: loss(take()),
                          lambda params: torch.optim.Adam(params, lr=1e-5, fused=device.type == "cuda"))
@@ -465,7 +467,7 @@ def bench_train_retriever(build: Callable[[], torch.nn.Module], rows: Sequence[S
 
     naive_f = _path_figures(naive_t, {"checkpointing": True, "batch": "padded", "attention": "sdpa + padding mask"},
                             figures(True))
-    ours = _path_figures(fast_t, {"checkpointing": checkpoint, "batch": "packed",
+    ours = _path_figures(fast_t, {"checkpointing": checkpoint, "batch": "packed", "compiled": bool(compiled and compiled[-1]),
                                   "path": "fused + LoRA, varlen attention"}, figures(checkpoint))
     speedup = _speedup(naive_t, fast_t)
     line = lambda f: (f"{f['tokens_per_s']:>10,.0f} tokens/s  {f['documents_per_s']:>7,.1f} docs/s  "  # noqa: E731
@@ -485,9 +487,10 @@ def bench_train_reranker(build: Callable[[], torch.nn.Module], groups, device, *
     build: as for `bench_train_retriever`, called once a path."""
     from types import SimpleNamespace
 
+    from harness.neural.fast.lora_train import training_compile
     from harness.neural.fast.prefix_train import shared_prefix_score_groups
 
-    shapes = []
+    shapes, compiled = [], []
 
     def setup(model):
         shapes.append(Shape.of(model))
@@ -509,7 +512,8 @@ def bench_train_reranker(build: Callable[[], torch.nn.Module], groups, device, *
 
     def harness(model):
         peft, layer, head, take = setup(model)
-        score_groups = shared_prefix_score_groups(checkpoint=checkpoint, compile=compile)
+        compiled.append(training_compile(peft, compile))
+        score_groups = shared_prefix_score_groups(checkpoint=checkpoint, compile=compiled[-1])
         scorer = SimpleNamespace(backbone=peft, finish=head)
         loss = lambda gs: harness_reranker_loss(score_groups, scorer, gs, device, tau=tau)  # noqa: E731
         return PathSteps(peft, list(layer.parameters()), lambda: loss(groups[:1]), lambda: loss(take()),
@@ -529,6 +533,7 @@ def bench_train_reranker(build: Callable[[], torch.nn.Module], groups, device, *
     naive_f = _path_figures(naive_t, {"checkpointing": True, "batch": "concatenated pairs, padded",
                                       "attention": "sdpa + padding mask"}, figures(concat_seqs, True, concat_tokens))
     ours = _path_figures(fast_t, {"checkpointing": checkpoint, "batch": "shared prefix, packed",
+                                  "compiled": bool(compiled and compiled[-1]),
                                   "path": "fused + LoRA, varlen attention"}, figures(shared_seqs, checkpoint, shared_tokens))
     speedup = _speedup(naive_t, fast_t)
     _log_path(log, "naive", naive_f, lambda f: f"{f['pairs_per_s']:>7,.2f} pairs/s  {f['tflops']:>6.1f} TFLOP/s  "
