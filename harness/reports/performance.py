@@ -141,9 +141,24 @@ def train_table(records: list[dict]) -> str:
             rows.append([f"{model}, {r['args']['arch']}", label, f"{f['tokens_per_s']:,.0f}",
                          f"{f[unit + '_per_s']:,.2f} {unit}", f"{f['tflops']:.0f} ({share})", peak, speedup,
                          _hours(proj) if proj else "—", "reference" if path == "naive" else agree])
-    return tabulate(rows, headers=["step", "path", "tokens/s", "per s", "TFLOP/s (of ~790)", "peak GiB", "× naive",
-                                   "epoch h, 1 / 4 / 8 GPUs", "first step vs naive (rel.)"],
-                    tablefmt="github", disable_numparse=True)
+    table = tabulate(rows, headers=["step", "path", "tokens/s", "per s", "TFLOP/s (of ~790)", "peak GiB", "× naive",
+                                    "epoch h, 1 / 4 / 8 GPUs", "first step vs naive (rel.)"],
+                     tablefmt="github", disable_numparse=True)
+    return table + _paper_hours(records)
+
+
+def _paper_hours(records: list[dict]) -> str:
+    """The paper's own training time beside the projected epoch (the records carry its figures)."""
+    paper = next((r["results"].get("paper") for r in records if r["results"].get("paper")), None)
+    if not paper:
+        return ""
+    if all(r["benchmark"] == "train-reranker" for r in records):
+        return (f"\n\nEpoch: the paper's {paper['reranker_queries']:,} reranker queries × 13 candidates at the "
+                f"measured rate, linear in GPUs. The paper: {paper['reranker_hours_4xA6000']} h per reranker on "
+                "4 RTX A6000.")
+    return (f"\n\nEpoch: the paper's {paper['retriever_documents']:,} retriever documents of 512 tokens at the "
+            f"measured rate, linear in GPUs. The paper: {paper['retriever_12b_hours_4xA6000']} h for its 12B "
+            "retriever on 4 RTX A6000.")
 
 
 def training_paths_table(records: list[dict]) -> str:

@@ -7,7 +7,10 @@
 # Runs in the background (setsid) so it outlives one call; poll `tail /root/stash/pipeline*.log`,
 # fetch with `issue11_table2.sh pack`. LANE=x runs another pipeline beside the first (its log
 # pipeline-x.log; the staging is done once, under a lock); two lanes keep one card busier than one.
-# usage: issue11_table2.sh start COMMIT STEP ... | pack
+# The machine goes back 30 s after a call ends: while lanes run, keep a call in flight (`sleep 500;
+# tail -n 2 /root/stash/pipeline-*.log`), back to back, and do local work beside it, not between.
+# `stop` ends every lane (its pattern cannot match the calling shell, as a plain `pkill -f` can).
+# usage: issue11_table2.sh start COMMIT STEP ... | pack | stop
 #   STEP: ab-reranker / ab-retriever (issue 13: a short training, AB_STEPS steps, through the Hugging
 #         Face path and then fast_training; extra flags in AB_SET, e.g. "--set grad_checkpointing=false"),
 #         rerank:STRATEGY (q, p, r, q+p, q+r, p+r, q+p+r), rerank-fast:STRATEGY (the same with
@@ -39,6 +42,9 @@ if [ "${1:-}" = pack ]; then
   [ -d bench13 ] && tar czf "$OUT/bench13.tgz" bench13
   cat $S/pipeline*.log > "$OUT/pipeline.log" 2>/dev/null; ls -la "$OUT"; exit 0
 fi
+if [ "${1:-}" = stop ]; then
+  pkill -f "[i]ssue11_table2.sh pipeline"; pkill -f "[h]arness train"; pkill -f "[h]arness rerank"; exit 0
+fi
 if [ "${1:-}" = start ]; then
   T=$S/tree-$(date +%s) && mkdir -p $S && cp -a . $T
   shift
@@ -46,7 +52,7 @@ if [ "${1:-}" = start ]; then
   setsid bash $T/scripts/device/issue11_table2.sh pipeline "$@" >> $LOG 2>&1 < /dev/null &
   sleep 10; tail -3 $LOG; exit 0
 fi
-[ "${1:-}" = pipeline ] || { echo "usage: $0 start COMMIT STEP ... | pack" >&2; exit 2; }
+[ "${1:-}" = pipeline ] || { echo "usage: $0 start COMMIT STEP ... | pack | stop" >&2; exit 2; }
 cd "$(dirname "$0")/../.."
 COMMIT=$2; shift 2
 
