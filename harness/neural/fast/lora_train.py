@@ -164,8 +164,8 @@ class LoraFusedDecoder:
                 raise ValueError(f"LoRA on part of {', '.join(lone)}: the fused path needs all of them or none")
         # only the elementwise work between the products is compiled, never the LoRA side
         # products: with LoRA dropout inside, Inductor failed on an H100 (torch 2.11)
-        self.rms, self.qk_rope, self.add_rms, self.swiglu, self.add, self.final = compiled(
-            (_rms, _qk_rope, _add_rms, _swiglu, _add, _rms), next(base.parameters()).device, compile)
+        self.rms, self.qk_rope, self.add_rms, self.swiglu, self.add = compiled(
+            (_rms, _qk_rope, _add_rms, _swiglu, _add), next(base.parameters()).device, compile)
 
     @property
     def training(self) -> bool:
@@ -197,7 +197,7 @@ class LoraFusedDecoder:
                 x = checkpoint(self._layer, i, x, cos, sin, attend, None, use_reentrant=False)
             else:
                 x = self._layer(i, x, cos, sin, attend, None)
-        return self.final(x, self.base.norm.weight, self.eps)
+        return self.rms(x, self.base.norm.weight, self.eps)
 
 
 def embed_for_training(decoder: LoraFusedDecoder, rows: Sequence[Sequence[int]], device: torch.device, *,
