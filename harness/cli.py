@@ -132,6 +132,44 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_topic_share(args) -> int:
+    from statistics import mean, pstdev
+
+    from tabulate import tabulate
+
+    from harness.evaluation.splits import manifest_path, read_manifest
+    from harness.reports.topic_share import same_genre_share
+    from harness.runs.results import iter_results, read_rankings
+    from harness.runs.run_job import open_collection
+
+    found: dict[str, list] = {name: [] for name in args.runs}
+    for path, res in iter_results(args.runs_dir):
+        if res["collection"] == args.collection and res["run_name"] in found:
+            found[res["run_name"]].append((path, res))
+    for name, res in found.items():
+        if not res:
+            raise HarnessError(f"no results for run {name!r} on {args.collection!r} under {args.runs_dir}")
+    collection = open_collection(_registry(), args.collection, data_dir=args.data_dir)
+    genre_of = {d: doc.genre for d, doc in collection.documents.items()}
+    rows = []
+    for name, results in found.items():
+        shares, s8 = [], []
+        for path, res in sorted(results, key=lambda pr: pr[1]["seed"]):
+            split = read_manifest(manifest_path(args.splits_dir, args.collection, res["seed"]))
+            shares.append(same_genre_share(read_rankings(path), split.query_genres, split.candidates, genre_of,
+                                           args.k, where=f"{name} seed {res['seed']}"))
+            s8.append(res["metrics"]["success@8"])
+        top = [100 * s.top_k for s in shares]
+        rows.append([name, len(shares), f"{mean(top):.1f} ± {pstdev(top):.1f}",
+                     f"{100 * mean(s.chance for s in shares):.1f}", f"{100 * mean(s8):.1f}"])
+    print(tabulate(rows, headers=["run", "seeds", f"same-genre share of top {args.k}, %",
+                                  "chance (all candidates), %", "Success@8"], tablefmt="github",
+                   disable_numparse=True))
+    print(f"\nEvery needle is outside its query's genre, so the same-genre documents in the top {args.k} are "
+          "distractors by other authors; a share far above chance means the ranking follows the query's topic.")
+    return 0
+
+
 def cmd_topics(args) -> int:
     from harness.data.collection import read_documents
     from harness.data.topic_labels import (
@@ -308,6 +346,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--resamples", type=int, default=10000,
                     help="randomization and bootstrap resamples (default 10000)")
     sp.set_defaults(fn=cmd_compare)
+
+    sp = sub.add_parser("topic-share", help="how much of each run's top k is in the query's own genre (topic)")
+    sp.add_argument("runs", nargs="+", metavar="RUN", help="run names under <runs-dir>/<collection>/")
+    sp.add_argument("--collection", required=True, help="the collection the runs were made on")
+    sp.add_argument("--k", type=int, default=8, help="top k to look at (default 8)")
+    sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"),
+                    help="results folder (default: leaderboards/runs)")
+    sp.add_argument("--splits-dir", type=Path, default=Path("splits"), help="manifests (default: splits)")
+    sp.add_argument("--data-dir", help="data folder for the collection (else its environment variable)")
+    sp.set_defaults(fn=cmd_topic_share)
 
     sp = sub.add_parser("topics", help="derive per-document topic labels for a single-genre corpus (or compare k)")
     sp.add_argument("--input", nargs="+", required=True, help="canonical JSONL(.gz) files")

@@ -8,7 +8,7 @@ from tests.conftest import ROOT
 
 
 @pytest.mark.parametrize("command", ["systems", "collections", "split", "run", "rerank", "train", "curate", "leaderboard",
-                                     "compare", "topics"])
+                                     "compare", "topic-share", "topics"])
 def test_every_subcommand_has_help(command, capsys):
     with pytest.raises(SystemExit) as e:
         main([command, "--help"])
