@@ -41,7 +41,7 @@ def test_cli_prints_a_row_per_run_and_names_a_missing_run(tmp_path, capsys):
     capsys.readouterr()
     assert main(["topic-share", "bm25", "char-ngram", "--collection", "demo", "--runs-dir", str(runs),
                  "--splits-dir", str(splits)]) == 0
-    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| bm25") or ln.startswith("| char-ngram")]
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith(("| bm25", "| char-ngram"))]
     assert len(lines) == 2
     for line in lines:
         cells = [c.strip() for c in line.strip("|").split("|")]

@@ -7,9 +7,9 @@ same-genre share of all candidates), so "ranks by topic" is a measured claim, no
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from statistics import mean
-from typing import Mapping, Sequence
 
 from harness.errors import DataError
 
