@@ -108,22 +108,31 @@ def _dissimilarity_arg(args):
     return DissimilarityRule(threshold=value)
 
 
+def _results_by_run(runs_dir: Path, collection: str, names) -> dict[str, list[tuple[Path, dict]]]:
+    """Each named run's results on `collection`, (path, result) in seed order; an error names a
+    run with none."""
+    from harness.runs.results import iter_results
+
+    found: dict[str, list[tuple[Path, dict]]] = {name: [] for name in names}
+    for path, res in iter_results(runs_dir):
+        if res["collection"] == collection and res["run_name"] in found:
+            found[res["run_name"]].append((path, res))
+    for name, results in found.items():
+        if not results:
+            raise HarnessError(f"no results for run {name!r} on {collection!r} under {runs_dir}")
+        results.sort(key=lambda pr: pr[1]["seed"])
+    return found
+
+
 def cmd_compare(args) -> int:
     from harness.reports.significance import (
         compare_results,
         format_comparison,
         needed_authors,
     )
-    from harness.runs.results import iter_results
 
-    runs: dict[str, list[dict]] = {args.run_a: [], args.run_b: []}
-    for _, res in iter_results(args.runs_dir):
-        if res["collection"] == args.collection and res["run_name"] in runs:
-            runs[res["run_name"]].append(res)
-    for name, res in runs.items():
-        if not res:
-            raise HarnessError(f"no results for run {name!r} on {args.collection!r} under {args.runs_dir}")
-    a, b = (sorted(runs[n], key=lambda r: r["seed"]) for n in (args.run_a, args.run_b))
+    runs = _results_by_run(args.runs_dir, args.collection, (args.run_a, args.run_b))
+    a, b = ([res for _, res in runs[n]] for n in (args.run_a, args.run_b))
     res = compare_results(a, b, args.splits_dir, resamples=args.resamples)
     print(format_comparison(args.run_a, args.run_b, res))
     n, sd, per_seed = needed_authors(a, b, args.splits_dir)
@@ -139,22 +148,16 @@ def cmd_topic_share(args) -> int:
 
     from harness.evaluation.splits import manifest_path, read_manifest
     from harness.reports.topic_share import same_genre_share
-    from harness.runs.results import iter_results, read_rankings
+    from harness.runs.results import read_rankings
     from harness.runs.run_job import open_collection
 
-    found: dict[str, list] = {name: [] for name in args.runs}
-    for path, res in iter_results(args.runs_dir):
-        if res["collection"] == args.collection and res["run_name"] in found:
-            found[res["run_name"]].append((path, res))
-    for name, res in found.items():
-        if not res:
-            raise HarnessError(f"no results for run {name!r} on {args.collection!r} under {args.runs_dir}")
+    found = _results_by_run(args.runs_dir, args.collection, args.runs)
     collection = open_collection(_registry(), args.collection, data_dir=args.data_dir)
     genre_of = {d: doc.genre for d, doc in collection.documents.items()}
     rows = []
     for name, results in found.items():
         shares, s8 = [], []
-        for path, res in sorted(results, key=lambda pr: pr[1]["seed"]):
+        for path, res in results:
             split = read_manifest(manifest_path(args.splits_dir, args.collection, res["seed"]))
             shares.append(same_genre_share(read_rankings(path), split.query_genres, split.candidates, genre_of,
                                            args.k, where=f"{name} seed {res['seed']}"))
