@@ -135,9 +135,9 @@ def cmd_compare(args) -> int:
     a, b = ([res for _, res in runs[n]] for n in (args.run_a, args.run_b))
     res = compare_results(a, b, args.splits_dir, resamples=args.resamples)
     print(format_comparison(args.run_a, args.run_b, res))
-    n, sd, per_seed = needed_authors(a, b, args.splits_dir)
+    n, sd, have = needed_authors(a, b, args.splits_dir)
     print(f"\nPer-author sd of the Success@8 difference: {sd:.3f}; to detect a 5-point gap of this spread (alpha 0.05, "
-          f"power 0.8) a test needs about {n} query authors (this collection has about {per_seed} per seed).")
+          f"power 0.8) a test needs about {n} independent query authors (these runs have {have}).")
     return 0
 
 
@@ -345,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"),
                     help="results folder (default: leaderboards/runs)")
     sp.add_argument("--splits-dir", type=Path, default=Path("splits"),
-                    help="manifests, for the (seed, author) clusters (default: splits)")
+                    help="manifests, for the author clusters (default: splits)")
     sp.add_argument("--resamples", type=int, default=10000,
                     help="randomization and bootstrap resamples (default 10000)")
     sp.set_defaults(fn=cmd_compare)

@@ -45,7 +45,12 @@ def test_compare_prints_the_paired_test_and_the_page_marks(tmp_path, capsys):
     assert main(["compare", "char-ngram", "bm25", "--collection", "demo", "--runs-dir", str(runs),
                  "--splits-dir", str(splits), "--resamples", "2000"]) == 0
     text = capsys.readouterr().out
-    assert "(seed, author) clusters" in text and "success@8" in text and "95% interval" in text
+    import json
+
+    authors = {a for f in sorted((splits / "demo").glob("seed-*.json"))
+               for q in json.loads(f.read_text())["queries"] for a in q["authorIDs"]}
+    assert f"in {len(authors)} author clusters" in text and "paired cluster randomization test" in text
+    assert "success@8" in text and "95% interval" in text
     assert "query authors" in text
     from harness.reports.leaderboard import write_leaderboards
 

@@ -4,7 +4,7 @@ Per query, a metric value for each system (Success@8: 1 if the first needle is i
 MRR@20: 1/rank of the first needle, 0 below 20). Queries are pooled over the split seeds and
 paired by (seed, queryID). Queries by one author share needles and style, so they are not
 independent: the resampling unit is a *cluster* (by default every query on its own; the CLI
-and the leaderboard use (seed, query author)).
+and the leaderboard use the query author across all pooled seeds, harness.evaluation.author_clusters).
 
 - Randomization test (sign flip): under the null the two systems are exchangeable per
   cluster, so each cluster's summed difference flips sign with probability 1/2. Two-sided p
@@ -29,6 +29,8 @@ from typing import Hashable, Mapping, Sequence
 import numpy as np
 
 METRICS = ("success@8", "mrr@20")
+TEST_NAME = "paired cluster randomization test (sign flips of the clusters' summed differences)"
+INTERVAL_NAME = "cluster bootstrap 95% interval (clusters drawn with replacement)"
 
 
 def per_query_value(rank: int | None, metric: str) -> float:

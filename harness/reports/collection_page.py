@@ -1,8 +1,8 @@
 """One page per collection: every run with its paired-significance marks, the power estimate, and
 how close the haystack is under SBERT.
 
-Marks (Success@8, paired randomization test over (seed, query author) clusters, queries
-pooled over the shared seeds, p < 0.05): `*` differs from the best row (the highest pooled
+Marks (Success@8, paired cluster randomization test, one cluster per query author across all
+pooled seeds, p < 0.05): `*` differs from the best row (the highest pooled
 Success@8), `†` differs from BM25. The 95% intervals are cluster-bootstrap intervals of the
 difference in points.
 """
@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.evaluation.metrics import HEADLINE, mean_sd
+from harness.evaluation.significance import TEST_NAME
 from harness.reports.significance import ALPHA, compare_results, needed_authors
 
 BASELINE = "bm25"
@@ -77,15 +78,16 @@ def collection_page(collection: str, runs: dict, names: list[str], splits_dir: P
     notes = []
     if "bm25" in names and "char-ngram" in names:
         a, b = runs[(collection, "char-ngram")], runs[(collection, "bm25")]
-        need, sd, per_seed = needed_authors(a, b, splits_dir)
+        need, sd, have = needed_authors(a, b, splits_dir)
         notes.append(f"Power: the per-author sd of the Success@8 difference char-ngram − bm25 is {sd:.3f}; detecting a "
                      f"5-point gap with that spread (alpha 0.05, power 0.8) needs about {need} independent query "
-                     f"authors; a seed here has about {per_seed}.")
+                     f"authors; these runs have {have} (the seeds share their authors).")
     if "sbert" in names:
         notes.append(sbert_closeness(runs[(collection, "sbert")]))
     return (f"{header}# {collection}: runs and paired significance\n\n"
             "Mean ± sd over seeds, in percent; `S@8 pooled` is over all queries of all seeds. Differences: Success@8 "
             "points, this row minus the other, with the cluster-bootstrap 95% interval and the paired randomization "
-            "p-value (queries paired by seed and id, resampled by (seed, query author), 10,000 resamples). Marks: "
+            f"p-value ({TEST_NAME}; queries paired by seed and id, one cluster per query author across all seeds, "
+            "10,000 resamples). Marks: "
             f"`*` differs from the best row, `†` from {BASELINE} (p < {ALPHA}).\n\n{table}\n\n"
             + "".join(f"{n}\n\n" for n in notes))
