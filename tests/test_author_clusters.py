@@ -1,5 +1,3 @@
-import json
-
 import pytest
 
 from harness.errors import HarnessError
@@ -9,15 +7,24 @@ from harness.reports.significance import compare_results, query_author_clusters
 
 
 def test_one_author_is_one_cluster_whatever_the_seed():
-    got = author_clusters({(0, "q1"): ("a",), (1, "q1"): ("a",), (1, "q7"): ("a",), (0, "q2"): ("b",)})
-    assert got[(0, "q1")] == got[(1, "q1")] == got[(1, "q7")] == "a" and got[(0, "q2")] == "b"
+    got = author_clusters(
+        {(0, "q1"): ("a",), (1, "q1"): ("a",), (1, "q7"): ("a",), (0, "q2"): ("b",)}
+    )
+    assert (
+        got[(0, "q1")] == got[(1, "q1")] == got[(1, "q7")] == "a"
+        and got[(0, "q2")] == "b"
+    )
 
 
 def test_co_authored_queries_join_their_authors_transitively():
-    got = author_clusters({"x": ("c", "b"), "y": ("b",), "z": ("d", "c"), "w": ("e",), "v": ("d",)})
+    got = author_clusters(
+        {"x": ("c", "b"), "y": ("b",), "z": ("d", "c"), "w": ("e",), "v": ("d",)}
+    )
     assert {got[k] for k in "xyzv"} == {"b"} and got["w"] == "e"
     # the name does not depend on the order the queries come in
-    assert author_clusters(dict(reversed(list({"z": ("d", "c"), "x": ("c", "b")}.items())))) == {"z": "b", "x": "b"}
+    assert author_clusters(
+        dict(reversed(list({"z": ("d", "c"), "x": ("c", "b")}.items())))
+    ) == {"z": "b", "x": "b"}
 
 
 def test_an_author_repeated_over_seeds_widens_the_interval_and_the_p():
@@ -29,19 +36,33 @@ def test_an_author_repeated_over_seeds_widens_the_interval_and_the_p():
     naive = paired_test(a, b, by_seed)
     clustered = paired_test(a, b, by_author)
     assert naive.n_clusters == 24 and clustered.n_clusters == 6
-    assert clustered.p_value > naive.p_value and clustered.p_value > 0.05 > naive.p_value
+    assert (
+        clustered.p_value > naive.p_value and clustered.p_value > 0.05 > naive.p_value
+    )
 
 
 def _write_manifest(folder, seed, queries):
     from harness.evaluation.splits import Query, Split, write_manifest
 
-    split = Split(collection="c", seed=seed, queries=tuple(Query(d, tuple(a), "g") for d, a in queries),
-                  candidates=(), needles={}, builder={}, source_sha256="")
+    split = Split(
+        collection="c",
+        seed=seed,
+        queries=tuple(Query(d, tuple(a), "g") for d, a in queries),
+        candidates=(),
+        needles={},
+        builder={},
+        source_sha256="",
+    )
     write_manifest(split, folder.parent)
 
 
 def _result(seed, ranks):
-    return {"collection": "c", "seed": seed, "split_sha256": f"sha{seed}", "first_needle_rank": ranks}
+    return {
+        "collection": "c",
+        "seed": seed,
+        "split_sha256": f"sha{seed}",
+        "first_needle_rank": ranks,
+    }
 
 
 def test_compare_counts_authors_across_seeds(tmp_path):

@@ -5,9 +5,10 @@ documents, so (seed, author) units are not independent: an author who happens to
 one system is easy in every seed. A cluster is therefore an author, whatever the seed; authors
 tied by a co-authored query are joined (union-find), so no query belongs to two clusters.
 """
+
 from __future__ import annotations
 
-from typing import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 
 
 class _UnionFind:
@@ -31,7 +32,9 @@ class _UnionFind:
             self.parent[hi] = lo
 
 
-def author_clusters(query_authors: Mapping[Hashable, Sequence[str]]) -> dict[Hashable, str]:
+def author_clusters(
+    query_authors: Mapping[Hashable, Sequence[str]],
+) -> dict[Hashable, str]:
     """Query key (e.g. (seed, queryID)) -> its cluster, named by the smallest author id in it."""
     uf = _UnionFind()
     for authors in query_authors.values():

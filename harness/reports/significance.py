@@ -7,8 +7,8 @@ harness.evaluation.significance for the tests themselves.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from harness.errors import HarnessError
 from harness.evaluation.author_clusters import author_clusters
