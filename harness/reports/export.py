@@ -16,8 +16,8 @@ import json
 import math
 from pathlib import Path
 
-from harness.atomic import atomic_write_text
 from harness.evaluation.metrics import HEADLINE, mean_sd
+from harness.output_set import write_output_set
 from harness.reports.leaderboard import load_runs, run_order
 
 FORMATS = ("csv", "json")
@@ -80,10 +80,6 @@ def export_tables(runs_dir: Path, out_dir: Path, fmt: str = "csv") -> list[Path]
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
     runs = load_runs(Path(runs_dir))
     tables = {"leaderboard": leaderboard_rows(runs), "per-seed": per_seed_rows(runs), "per-query": per_query_rows(runs)}
-    written = []
-    for name, rows in tables.items():
-        path = Path(out_dir) / f"{name}.{fmt}"
-        text = _csv(rows) if fmt == "csv" else json.dumps(rows, indent=1, ensure_ascii=False) + "\n"
-        atomic_write_text(path, text)
-        written.append(path)
-    return written
+    files = {f"{name}.{fmt}": _csv(rows) if fmt == "csv" else json.dumps(rows, indent=1, ensure_ascii=False) + "\n"
+             for name, rows in tables.items()}
+    return write_output_set(out_dir, files)  # the three tables replace the old ones together

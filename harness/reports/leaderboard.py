@@ -13,7 +13,6 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from harness.atomic import atomic_open, atomic_write_text
 from harness.errors import DataError
 from harness.evaluation.metrics import HEADLINE, mean_sd
 from harness.provenance import PROJECT_ROOT
@@ -347,12 +346,6 @@ def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True, ben
                 drawn += plot_curves(runs, c, Path(tmp) / f"success-at-k-{c}.png")
             for path in drawn:
                 contents[path.name] = path.read_bytes()
-    written = []
-    for name, content in contents.items():  # everything built: now write
-        if isinstance(content, bytes):
-            with atomic_open(out_dir / name, "wb") as f:
-                f.write(content)
-        else:
-            atomic_write_text(out_dir / name, content)
-        written.append(out_dir / name)
-    return written
+    from harness.output_set import write_output_set
+
+    return write_output_set(out_dir, contents)  # everything built: swapped in as one set

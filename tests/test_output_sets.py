@@ -1,0 +1,122 @@
+"""Multi-file outputs are written as one set: a crash, a failed write or kill -9 leaves the old set or the new one."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.output_set import (
+    PREFIX,
+    recover,
+    staged_output,
+    write_files_as_set,
+    write_output_set,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _state(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): p.read_text() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_set_replaces_its_files_and_keeps_the_others(tmp_path):
+    (tmp_path / "keep.txt").write_text("mine")
+    write_output_set(tmp_path, {"a.md": "old a", "plots/b.png": b"old b"})
+    write_output_set(tmp_path, {"a.md": "new a", "plots/b.png": b"new b"})
+    assert _state(tmp_path) == {"a.md": "new a", "plots/b.png": "new b", "keep.txt": "mine"}
+
+
+@pytest.mark.parametrize("fail_after", [0, 1, 2])
+def test_an_error_while_building_leaves_the_old_set(tmp_path, fail_after):
+    write_output_set(tmp_path, {"a.md": "old a", "b.md": "old b", "c.md": "old c"})
+    with pytest.raises(OSError), staged_output(tmp_path) as stage:
+        for i, name in enumerate(["a.md", "b.md", "c.md"]):
+            if i == fail_after:
+                raise OSError(28, "No space left on device")
+            stage.write(name, f"new {name}")
+    assert _state(tmp_path) == {"a.md": "old a", "b.md": "old b", "c.md": "old c"}
+
+
+@pytest.mark.parametrize("rel", ["../x.md", "/etc/x.md", "a/../../x.md", f"{PREFIX}1.x/y", ""])
+def test_a_file_outside_the_folder_is_refused(tmp_path, rel):
+    with pytest.raises(HarnessError):
+        write_output_set(tmp_path / "out", {rel: "x"})
+    assert not (tmp_path / "x.md").exists()
+
+
+def test_target_is_a_file(tmp_path):
+    (tmp_path / "out").write_text("a file")
+    with pytest.raises(HarnessError, match="is a file"):
+        write_output_set(tmp_path / "out", {"a.md": "x"})
+    assert (tmp_path / "out").read_text() == "a file"
+
+
+def test_a_folder_where_the_set_has_a_file(tmp_path):
+    write_output_set(tmp_path, {"a.md": "old"})
+    (tmp_path / "b.md").mkdir()
+    with pytest.raises(HarnessError, match="is a folder"):
+        write_output_set(tmp_path, {"a.md": "new", "b.md": "new"})
+    assert (tmp_path / "a.md").read_text() == "old"
+
+
+def test_files_in_two_folders(tmp_path):
+    write_files_as_set({tmp_path / "x" / "labels.json": "L", tmp_path / "y" / "out.jsonl": "O"})
+    assert (tmp_path / "x" / "labels.json").read_text() == "L" and (tmp_path / "y" / "out.jsonl").read_text() == "O"
+    assert not [p for p in tmp_path.rglob(f"{PREFIX}*")]
+
+
+def test_recover_rolls_a_committed_journal_forward(tmp_path):
+    write_output_set(tmp_path, {"a.md": "old a", "b.md": "old b"})
+    staging = tmp_path / f"{PREFIX}999999999.dead"
+    staging.mkdir()
+    (staging / "b.md").write_text("new b")  # a.md was already moved when the writer died
+    (tmp_path / "a.md").write_text("new a")
+    (tmp_path / f"{staging.name}.journal").write_text('{"files": ["a.md", "b.md"]}')
+    recover(tmp_path)
+    assert _state(tmp_path) == {"a.md": "new a", "b.md": "new b"}
+
+
+def test_recover_discards_an_uncommitted_staging_folder(tmp_path):
+    write_output_set(tmp_path, {"a.md": "old a"})
+    staging = tmp_path / f"{PREFIX}999999999.dead"
+    staging.mkdir()
+    (staging / "a.md").write_text("half")
+    recover(tmp_path)
+    assert _state(tmp_path) == {"a.md": "old a"}
+
+
+WRITER = """
+import sys, time
+from harness.output_set import staged_output
+n = int(sys.argv[2])
+with staged_output(sys.argv[1]) as stage:
+    for i in range(40):
+        stage.write(f"f{i:02d}.txt", f"set {n}\\n" * 2000)
+"""
+
+
+@pytest.mark.slow
+def test_kill_9_leaves_one_whole_set(tmp_path):
+    """kill -9 at random moments of a 40-file set: after recovery every file is of one set."""
+    import random
+
+    target = tmp_path / "out"
+    subprocess.run([sys.executable, "-c", WRITER, str(target), "0"], check=True, cwd=ROOT,
+                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    rng = random.Random(7)
+    for n in range(1, 16):
+        p = subprocess.Popen([sys.executable, "-c", WRITER, str(target), str(n)], cwd=ROOT,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+        time.sleep(rng.uniform(0.05, 0.4))
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        recover(target)
+        sets = {text.split("\n")[0] for text in _state(target).values()}
+        assert len(sets) == 1 and len(_state(target)) == 40, sets
