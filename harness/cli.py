@@ -276,12 +276,17 @@ def cmd_curate(args) -> int:
 
 
 def cmd_leaderboard(args) -> int:
-    from harness.reports.leaderboard import summary, write_leaderboards
+    from harness.reports.leaderboard import (
+        leaderboard_files,
+        load_board,
+        summary,
+        write_pages,
+    )
 
-    written = write_leaderboards(args.runs_dir, args.out, plots=not args.no_plots, splits_dir=args.splits_dir,
-                                 allow_empty=args.allow_empty)
+    board = load_board(args.runs_dir, splits_dir=args.splits_dir, allow_empty=args.allow_empty, plots=not args.no_plots)
+    written = write_pages(leaderboard_files(board), args.out)
     print(f"wrote {len(written)} files to {args.out}: {', '.join(p.name for p in written)}")
-    print(summary(args.runs_dir, args.splits_dir))
+    print(summary(board))
     print(f"the tables: {Path(args.out) / 'main.md'}")
     return 0
 

@@ -50,8 +50,15 @@ def _weighted(values, res):
     return sum(v * r["n_queries"] for v, r in zip(values, res)) / n
 
 
-def collection_page(collection: str, runs: dict, names: list[str], splits_dir: Path | None, header: str) -> str:
+def collection_page(collection: str, runs: dict, names: list[str], splits_dir: Path | None, header: str,
+                    compare=None) -> str:
+    """compare(collection, run a, run b) -> paired results by metric (default: computed here; the leaderboard
+    hands its Board.compare, so the pages and the HTML site share one computation)."""
     from tabulate import tabulate
+
+    if compare is None:
+        def compare(c, a, b):
+            return compare_results(runs[(c, a)], runs[(c, b)], splits_dir)
 
     names = [n for n in names if (collection, n) in runs]
     pooled = {n: _pooled(runs[(collection, n)], "success@8") for n in names}
@@ -63,11 +70,11 @@ def collection_page(collection: str, runs: dict, names: list[str], splits_dir: P
         marks = ""
         vs_best = vs_base = ""
         if n != best:
-            c = compare_results(res, runs[(collection, best)], splits_dir)["success@8"]
+            c = compare(collection, n, best)["success@8"]
             vs_best = _diff(c)
             marks += "*" if c.p_value < ALPHA else ""
         if base and n != base:
-            c = compare_results(res, runs[(collection, base)], splits_dir)["success@8"]
+            c = compare(collection, n, base)["success@8"]
             vs_base = _diff(c)
             marks += "†" if c.p_value < ALPHA else ""
         rows.append([f"{n} {marks}".strip(), " ".join(str(r["seed"]) for r in res),
