@@ -284,8 +284,19 @@ def cmd_leaderboard(args) -> int:
     )
 
     board = load_board(args.runs_dir, splits_dir=args.splits_dir, allow_empty=args.allow_empty, plots=not args.no_plots)
-    written = write_pages(leaderboard_files(board), args.out)
+    files = leaderboard_files(board)
+    site = None
+    if args.html is not None:
+        from harness.reports.html_site import build_site, check_site_folder
+
+        check_site_folder(args.html)
+        site = build_site(board, {k: v for k, v in files.items() if isinstance(v, bytes)})  # built before writing
+    written = write_pages(files, args.out)
     print(f"wrote {len(written)} files to {args.out}: {', '.join(p.name for p in written)}")
+    if site is not None:
+        from harness.reports.html_site import write_site
+
+        print(f"wrote the HTML leaderboard: {write_site(args.html, site) / 'index.html'} ({len(site)} pages)")
     print(summary(board))
     print(f"the tables: {Path(args.out) / 'main.md'}")
     return 0
@@ -437,6 +448,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="split manifests the results are checked against (default: the harness's splits/ for its "
                          "collections, <runs-dir>-splits for collections given as files)")
     sp.add_argument("--allow-empty", action="store_true", help="write the pages even when the runs folder has no results")
+    sp.add_argument("--html", type=Path, default=None, metavar="DIR",
+                    help="also write a static HTML leaderboard (DIR/index.html, a page per run; no server or network "
+                         "needed); an earlier site in DIR is replaced whole")
     sp.set_defaults(fn=cmd_leaderboard)
 
     sp = sub.add_parser("export", help="write the leaderboard tables and per-query ranks as CSV or JSON")

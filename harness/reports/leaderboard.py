@@ -275,7 +275,7 @@ def collection_pages(board: Board) -> dict[str, str]:
     """`collections/<c>.md` per collection: every run with its paired-significance marks."""
     from harness.reports.collection_page import collection_page
 
-    return {f"collections/{c}.md": collection_page(c, board.runs, board.order, board.manifests, board.head,
+    return {f"collections/{c}.md": collection_page(c, board.runs, board.order, board.manifests_for(c), board.head,
                                                     compare=board.compare)
             for c in board.collections}
 

@@ -1,0 +1,239 @@
+"""The leaderboard as a static HTML site: `index.html` with one sortable table per collection and its
+Success@k figures, and a page per run (model card, provenance, per-seed and per-genre tables).
+
+Built from the same loaded `Board` as the Markdown pages (the same paired comparisons, the same
+figures); every value from a result is escaped. The site is written as a whole: an earlier site in
+the folder is replaced, never merged with.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+import re
+from html import escape
+from pathlib import Path
+
+from harness.errors import HarnessError
+from harness.evaluation.metrics import HEADLINE, mean_sd
+from harness.reports.board import Board, shown_path
+from harness.reports.html_shell import page
+
+BASELINE = "bm25"
+ALPHA = 0.05
+METRIC_NAMES = {"success@8": "Success@8", "success@100": "Success@100", "mrr@20": "MRR@20"}
+
+
+def slug(name: str) -> str:
+    """A file name for any run or collection name: its safe characters plus a hash, so two names never
+    share a page and no name can reach outside the site."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip(".-")[:60] or "x"
+    return f"{safe}-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:8]}"
+
+
+def run_page_path(collection: str, name: str) -> str:
+    return f"runs/{slug(collection)}/{slug(name)}.html"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def _mean_sd(values: list[float]) -> tuple[str, float]:
+    mean, sd = mean_sd(values)
+    return _pct(mean) + ("" if math.isnan(sd) else f" ± {_pct(sd)}"), mean
+
+
+def _pooled(res: list[dict], metric: str) -> float:
+    return sum(r["metrics"][metric] * r["n_queries"] for r in res) / sum(r["n_queries"] for r in res)
+
+
+def pooled_interval(board: Board, collection: str, name: str) -> tuple[float, float, str]:
+    """95% percentile bootstrap interval of the pooled Success@8, resampling query-author clusters across
+    the seeds (single queries when the manifests are not at hand); (low, high, unit)."""
+    from harness.evaluation.significance import bootstrap_ci, per_query_value
+    from harness.reports.significance import first_ranks_by_key, query_author_clusters
+
+    res = board.runs[(collection, name)]
+    ranks = first_ranks_by_key(res)
+    keys = sorted(ranks)
+    values = [per_query_value(ranks[k], "success@8") for k in keys]
+    clusters, unit = None, "queries"
+    manifests = board.manifests_for(collection)
+    if manifests is not None:
+        try:
+            found = query_author_clusters(collection, {s for s, _ in keys}, manifests)
+        except HarnessError:  # no manifest for these seeds: resample single queries, and say so
+            found = {}
+        if all(k in found for k in keys):
+            clusters, unit = [found[k] for k in keys], "author clusters"
+    lo, hi = bootstrap_ci(values, clusters)
+    return lo, hi, unit
+
+
+def _cell(text: str, *, sort: float | str | None = None, cls: str = "") -> str:
+    attrs = f' class="{cls}"' if cls else ""
+    if sort is not None:
+        key = "" if isinstance(sort, float) and math.isnan(sort) else (f"{sort:.6g}" if isinstance(sort, float) else sort)
+        attrs += f' data-sort="{escape(str(key))}"'
+    return f"<td{attrs}>{text}</td>"
+
+
+def _head(label: str, *, numeric: bool = False, title: str = "") -> str:
+    tip = f' title="{escape(title)}"' if title else ""
+    cls = ' class="num"' if numeric else ""
+    kind = ' data-type="num"' if numeric else ' data-type="text"'
+    return f'<th scope="col"{cls}{kind}{tip}><button type="button">{escape(label)}</button></th>'
+
+
+def _diff_cell(result) -> str:
+    if result is None:
+        return _cell("", sort=float("nan"), cls="num")
+    p = "p &lt; 0.001" if result.p_value < 0.001 else f"p = {result.p_value:.3f}"
+    text = f"{100 * result.diff:+.1f} [{100 * result.ci95[0]:+.1f}, {100 * result.ci95[1]:+.1f}]<span>{p}</span>"
+    return _cell(text, sort=float(result.diff), cls="num diff")
+
+
+def collection_table(board: Board, collection: str) -> str:
+    names = board.names(collection)
+    pooled = {n: _pooled(board.runs[(collection, n)], "success@8") for n in names}
+    best = max(names, key=lambda n: (pooled[n], n))
+    base = BASELINE if BASELINE in names else None
+    heads = [_head("run"), _head("system"), _head("seeds", numeric=True, title="number of split seeds")]
+    heads += [_head(f"{METRIC_NAMES[m]} (%)", numeric=True, title="mean ± sample sd over the seeds") for m in HEADLINE]
+    heads += [_head("Success@8 pooled (%) [95% CI]", numeric=True,
+                    title="over all queries of all seeds; cluster-bootstrap interval"),
+              _head("marks", title=f"* differs from the best row, † from {BASELINE} (p < {ALPHA})"),
+              _head("vs best", numeric=True, title=f"Success@8 points, this row minus the best row ({best})"),
+              _head(f"vs {BASELINE}", numeric=True, title=f"Success@8 points, this row minus {BASELINE}")]
+    rows = []
+    for n in names:
+        res = board.runs[(collection, n)]
+        vs_best = board.compare(collection, n, best)["success@8"] if n != best else None
+        vs_base = board.compare(collection, n, base)["success@8"] if base and n != base else None
+        marks = ("*" if vs_best is not None and vs_best.p_value < ALPHA else "") + (
+            "†" if vs_base is not None and vs_base.p_value < ALPHA else "")
+        lo, hi, _ = pooled_interval(board, collection, n)
+        cells = [_cell(f'<a href="{escape(run_page_path(collection, n))}">{escape(n)}</a>', sort=n, cls="run"),
+                 _cell(escape(res[0]["system"])), _cell(str(len(res)), sort=float(len(res)), cls="num")]
+        for m in HEADLINE:
+            text, mean = _mean_sd([r["metrics"][m] for r in res])
+            cells.append(_cell(text, sort=mean, cls="num"))
+        cells.append(_cell(f"{_pct(pooled[n])} [{_pct(lo)}, {_pct(hi)}]", sort=pooled[n], cls="num"))
+        cells.append(_cell(f'<span class="mark">{escape(marks)}</span>' if marks else "", sort=marks))
+        cells.append(_diff_cell(vs_best) if n != best else _cell("(best)", sort=0.0, cls="num"))
+        cells.append(_diff_cell(vs_base) if n != base else _cell("(baseline)", sort=float("nan"), cls="num"))
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    return (f'<div class="wrap"><table class="sortable" id="table-{escape(slug(collection))}">\n'
+            f"<caption class=\"muted\">{escape(collection)}: {len(names)} runs; best by pooled Success@8: "
+            f"{escape(best)}. Click a header to sort.</caption>\n"
+            f"<thead><tr>{''.join(heads)}</tr></thead>\n<tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>")
+
+
+def _figure(png: bytes, alt: str) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return f'<figure><img alt="{escape(alt)}" src="data:image/png;base64,{data}"><figcaption>{escape(alt)}</figcaption></figure>'
+
+
+def index_page(board: Board, figures: dict[str, bytes]) -> str:
+    intro = (f'<p class="note">Generated by <code>aa-harness leaderboard</code> from {escape(shown_path(board.runs_dir))} '
+             "(every result verified against its rankings and split manifest). Success@8, Success@100 and MRR@20 "
+             "in percent, mean ± sample sd over the split seeds. Pooled Success@8 is over all queries of all seeds, "
+             "with a 95% cluster-bootstrap interval (one cluster per query author across the seeds). Differences are "
+             "Success@8 points, this row minus the other, with the 95% interval and the paired cluster "
+             f"randomization p-value. Marks (p &lt; {ALPHA}): <span class=\"mark\">*</span> differs from the best row, "
+             f"<span class=\"mark\">†</span> from {BASELINE}.</p>")
+    parts = ["<h1>Leaderboard</h1>", intro]
+    if not board.runs:
+        parts.append("<p>No runs yet.</p>")
+    parts.append("<nav>" + "".join(f'<a href="#c-{escape(slug(c))}">{escape(c)}</a>' for c in board.collections)
+                 + "</nav>")
+    for c in board.collections:
+        parts.append(f'<h2 id="c-{escape(slug(c))}">{escape(c)}</h2>')
+        parts.append(collection_table(board, c))
+        shown = [f for f in (f"success-at-k-{c}.png", f"success-at-k-{c}-more.png") if f in figures]
+        for f in shown:
+            more = " (the other runs, baselines repeated)" if f.endswith("-more.png") else ""
+            parts.append(_figure(figures[f], f"Success@k on {c}{more}"))
+        if not shown:
+            parts.append('<p class="muted">(plots not drawn: --no-plots)</p>')
+    if "training-loss.png" in figures:
+        parts.append("<h2>Training loss</h2>" + _figure(figures["training-loss.png"], "Contrastive training loss per step"))
+    return page("aa-harness leaderboard", "\n".join(parts))
+
+
+def _dl(items: list[tuple[str, object]]) -> str:
+    return '<dl class="card">' + "".join(f"<dt>{escape(k)}</dt><dd>{escape(str(v))}</dd>" for k, v in items) + "</dl>"
+
+
+def _table(headers: list[str], rows: list[list[str]], numeric_from: int = 1) -> str:
+    head = "".join(_head(h, numeric=i >= numeric_from) for i, h in enumerate(headers))
+    body = "\n".join("<tr>" + "".join(_cell(escape(v), cls="num" if i >= numeric_from else "") for i, v in enumerate(r))
+                     + "</tr>" for r in rows)
+    return f'<div class="wrap"><table class="sortable"><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table></div>'
+
+
+def run_page(board: Board, collection: str, name: str) -> str:
+    res = board.runs[(collection, name)]
+    first = res[0]
+    cfg, extra = first["config"], first.get("extra", {})
+    card = [("run", name), ("collection", collection), ("system", first["system"]),
+            ("plugin", (first["provenance"].get("plugin") or {}).get("name", "")),
+            ("backbone", cfg.get("backbone") or extra.get("backbone") or cfg.get("model") or "(none)"),
+            ("model", cfg.get("model") or "(pretrained or none)"),
+            ("trained here", "yes" if extra.get("trained") else "no"),
+            ("first stage", cfg.get("first_stage") or "(retriever)")]
+    config = [(k, cfg[k]) for k in sorted(cfg)]
+    seeds = [[str(r["seed"]), str(r["n_queries"]), str(r["n_candidates"]),
+              *[_pct(r["metrics"][m]) for m in HEADLINE],
+              f"[{_pct(r['ci95']['success@8'][0])}, {_pct(r['ci95']['success@8'][1])}]"] for r in res]
+    provenance = [[str(r["seed"]), r["provenance"]["device"], f"{r['provenance'].get('wall_seconds') or 0:.1f}",
+                   r["provenance"]["git_commit"][:12], r["provenance"].get("finished_at", ""), r["split_sha256"][:12]]
+                  for r in res]
+    genres = sorted({g for r in res for g in r["per_genre"]})
+    per_genre = []
+    for g in genres:
+        got = [r["per_genre"][g] for r in res if g in r["per_genre"]]
+        n = sum(x["n_queries"] for x in got)
+        per_genre.append([g, str(n), *[_pct(sum(x[m] * x["n_queries"] for x in got) / n) if n else "" for m in HEADLINE]])
+    packages = first["provenance"].get("packages") or {}
+    body = [f'<nav><a href="../../index.html#c-{escape(slug(collection))}">← leaderboard</a></nav>',
+            f"<h1>{escape(name)}</h1>", f'<p class="note">{escape(collection)}, {len(res)} seed(s)</p>',
+            "<h2>Model card</h2>", _dl(card),
+            "<h3>Configuration</h3>", _dl(config),
+            "<h2>Per seed</h2>",
+            _table(["seed", "queries", "candidates", *[f"{METRIC_NAMES[m]} (%)" for m in HEADLINE],
+                    "Success@8 95% CI (%)"], seeds),
+            "<h2>Per query genre</h2>",
+            '<p class="note">Pooled over the seeds\' queries (weighted by query count), in percent.</p>',
+            _table(["query genre", "queries (all seeds)", *[f"{METRIC_NAMES[m]} (%)" for m in HEADLINE]], per_genre),
+            "<h2>Provenance</h2>",
+            _table(["seed", "device", "rank seconds", "commit", "finished", "split sha256"], provenance, numeric_from=9),
+            _dl([(k, v) for k, v in sorted(packages.items())])]
+    return page(f"{name} on {collection}", "\n".join(body))
+
+
+def build_site(board: Board, figures: dict[str, bytes]) -> dict[str, str]:
+    """Relative path -> HTML, for the whole site."""
+    files = {"index.html": index_page(board, figures)}
+    for c, n in board.runs:
+        files[run_page_path(c, n)] = run_page(board, c, n)
+    return files
+
+
+MARKER = ".aa-harness-site"
+
+
+def check_site_folder(out_dir: Path) -> None:
+    """Raise unless write_site may replace out_dir (absent, empty, or an earlier site)."""
+    from harness.reports.site_swap import check_replaceable
+
+    check_replaceable(Path(out_dir), MARKER)
+
+
+def write_site(out_dir: Path, files: dict[str, str]) -> Path:
+    """Write the site as a whole into out_dir, replacing an earlier site there (none of its files
+    survive). A folder that holds something else is refused rather than replaced."""
+    from harness.reports.site_swap import replace_folder
+
+    return replace_folder(Path(out_dir), {**files, MARKER: "written by aa-harness leaderboard --html\n"}, MARKER)

@@ -1,0 +1,198 @@
+"""The HTML leaderboard (`aa-harness leaderboard --html DIR`), driven in a real headless Chromium.
+
+Skipped when Chromium or its driver is absent, unless AA_HARNESS_REQUIRE_BROWSER=1 (CI sets it).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import pytest
+
+from harness.cli import main
+from tests.conftest import doc, write_jsonl
+
+HOSTILE_GENRE = '<script>window.__pwned = 1</script>"><img src=x id=pwned>'
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--window-size=1400,900")
+
+
+def _binary(*names: str) -> str | None:
+    return next((found for n in names if (found := shutil.which(n))), None)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    chromium, driver = _binary("chromium", "chromium-browser"), _binary("chromedriver")
+    if not (chromium and driver):
+        if os.environ.get("AA_HARNESS_REQUIRE_BROWSER") == "1":
+            pytest.fail("Chromium and chromedriver are required (AA_HARNESS_REQUIRE_BROWSER=1)")
+        pytest.skip("Chromium or chromedriver not installed")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="aa-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={profile}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    drv = webdriver.Chrome(service=Service(driver), options=options)
+    try:
+        yield drv
+    finally:
+        drv.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """Two systems on a small path collection whose genres are hostile HTML, over two seeds."""
+    tmp = tmp_path_factory.mktemp("html")
+    genres = (HOSTILE_GENRE, "letters & <notes>", "plain")
+    recs = [doc(10 * a + g, f"author{a}", genres[g], f"document {g} of author {a}: " + " ".join(
+        f"w{(a * 7 + k) % 23}" for k in range(40))) for a in range(12) for g in range(3)]
+    collection = write_jsonl(tmp / "mixed.jsonl", recs)
+    runs = tmp / "runs"
+    for system in ("bm25", "char-ngram"):
+        assert main(["run", system, "--collection", str(collection), "--seeds", "0", "1001", "--runs-dir", str(runs),
+                     "--no-progress"]) == 0
+    out = tmp / "site"
+    assert main(["leaderboard", "--runs-dir", str(runs), "--out", str(tmp / "pages"), "--html", str(out)]) == 0
+    return out
+
+
+def _severe(drv) -> list[dict]:
+    return [e for e in drv.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def _column(drv, table, title: str):
+    from selenium.webdriver.common.by import By
+
+    heads = table.find_elements(By.CSS_SELECTOR, "thead th")
+    index = next(i for i, th in enumerate(heads) if th.text.strip().startswith(title))
+    return heads[index], index
+
+
+def test_index_loads_without_console_errors(browser, site):
+    from selenium.webdriver.common.by import By
+
+    browser.get((site / "index.html").as_uri())
+    assert browser.find_elements(By.CSS_SELECTOR, "table.sortable")
+    assert browser.find_elements(By.CSS_SELECTOR, "figure img")  # the Success@k plot, inlined
+    assert _severe(browser) == []
+
+
+def test_a_header_click_sorts_both_ways(browser, site):
+    from selenium.webdriver.common.by import By
+
+    browser.get((site / "index.html").as_uri())
+    table = browser.find_element(By.CSS_SELECTOR, "table.sortable")
+    th, col = _column(browser, table, "Success@8 pooled")
+
+    def values():
+        return [float(r.find_elements(By.TAG_NAME, "td")[col].get_attribute("data-sort"))
+                for r in table.find_elements(By.CSS_SELECTOR, "tbody tr")]
+
+    def names():
+        return [r.find_element(By.CSS_SELECTOR, "td.run a").text for r in table.find_elements(By.CSS_SELECTOR, "tbody tr")]
+
+    assert th.get_attribute("aria-sort") is None
+    th.find_element(By.TAG_NAME, "button").click()
+    assert th.get_attribute("aria-sort") == "descending"
+    down, first_names = values(), names()
+    assert down == sorted(down, reverse=True) and len(set(down)) > 1
+    th.find_element(By.TAG_NAME, "button").click()
+    assert th.get_attribute("aria-sort") == "ascending"
+    assert values() == sorted(down) and names() == first_names[::-1]
+    run_th, _ = _column(browser, table, "run")
+    run_th.find_element(By.TAG_NAME, "button").click()
+    assert run_th.get_attribute("aria-sort") == "ascending" and th.get_attribute("aria-sort") is None
+    assert names() == sorted(first_names, key=str.lower)
+    assert _severe(browser) == []
+
+
+def test_a_run_link_opens_its_page(browser, site):
+    from selenium.webdriver.common.by import By
+
+    browser.get((site / "index.html").as_uri())
+    link = browser.find_element(By.CSS_SELECTOR, "td.run a")
+    name = link.text
+    link.click()
+    assert browser.find_element(By.TAG_NAME, "h1").text == name
+    headings = [h.text for h in browser.find_elements(By.TAG_NAME, "h2")]
+    assert {"Model card", "Per seed", "Per query genre", "Provenance"} <= set(headings)
+    assert _severe(browser) == []
+    browser.find_element(By.CSS_SELECTOR, "nav a").click()
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Leaderboard"
+
+
+def test_hostile_names_are_shown_as_text(browser, site):
+    from selenium.webdriver.common.by import By
+
+    pages = [site / "index.html", *sorted((site / "runs").rglob("*.html"))]
+    assert len(pages) == 3
+    for page in pages[1:]:
+        browser.get(page.as_uri())
+        cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "td")]
+        assert HOSTILE_GENRE in cells and "letters & <notes>" in cells  # shown, not interpreted
+        assert browser.execute_script("return window.__pwned === undefined")
+        assert not browser.find_elements(By.ID, "pwned")
+        assert _severe(browser) == []
+    assert all("<script>window" not in p.read_text(encoding="utf-8") for p in pages)
+
+
+def test_the_page_allows_no_fetch(site):
+    text = (site / "index.html").read_text(encoding="utf-8")
+    csp = text.split('http-equiv="Content-Security-Policy" content="', 1)[1].split('"', 1)[0]
+    assert "default-src &#x27;none&#x27;" in csp and "img-src data:" in csp and "unsafe-inline" not in csp
+    assert "http://" not in text and "https://" not in text and 'src="data:image/png;base64,' in text
+
+
+def test_an_earlier_site_is_replaced_whole(tmp_path, site):
+    from harness.errors import HarnessError
+    from harness.reports.html_site import write_site
+
+    out = tmp_path / "site"
+    shutil.copytree(site, out)
+    (out / "runs" / "stale-run.html").write_text("old", encoding="utf-8")
+    (out / "extra.txt").write_text("old", encoding="utf-8")
+    write_site(out, {"index.html": "<p>new</p>"})
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [".aa-harness-site", "index.html"]
+    assert not list(tmp_path.glob(".site.*"))  # nothing left beside it
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep", encoding="utf-8")
+    with pytest.raises(HarnessError, match="not a site"):
+        write_site(mine, {"index.html": "x"})
+    assert (mine / "notes.txt").read_text(encoding="utf-8") == "keep"
+
+
+def test_a_killed_swap_puts_the_earlier_site_back(tmp_path, site):
+    from harness.reports.html_site import write_site
+
+    out = tmp_path / "site"
+    shutil.copytree(site, out)
+    aside = tmp_path / ".site.old-999999999-deadbeef"  # a writer killed between its two renames
+    out.rename(aside)
+    (tmp_path / ".site.new-999999999-deadbeef").mkdir()
+    write_site(out, {"index.html": "<p>new</p>"})
+    assert (out / "index.html").read_text(encoding="utf-8") == "<p>new</p>"
+    assert not list(tmp_path.glob(".site.*"))
+
+
+def test_leaderboard_refuses_a_folder_that_is_not_a_site(tmp_path, site, capsys):
+    runs = site.parent / "runs"
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "README.md").write_text("mine", encoding="utf-8")
+    assert main(["leaderboard", "--runs-dir", str(runs), "--out", str(tmp_path / "pages"), "--no-plots",
+                 "--html", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("aa-harness: error:") and len(err.strip().splitlines()) == 1
+    assert [p.name for p in folder.iterdir()] == ["README.md"]
+    assert not (tmp_path / "pages").exists()  # nothing written half-way
