@@ -43,9 +43,10 @@ def main() -> None:
     four = timed_run(args.system, args.collection, list(SEEDS), overrides)
     ratio = four / one
     print(f"{args.system} on {args.collection}: one seed {one:.1f} s, four seeds {four:.1f} s ({ratio:.2f}x)")
+    from aa_harness_bench.results import write_result
+    from aa_harness_bench.timing import device_facts
+
     from harness.neural.device import pick_device
-    from harness.neural.fast.bench.results import write_result
-    from harness.neural.fast.bench.timing import device_facts
 
     write_result("seeds", f"{args.system}-{args.collection}", device_facts(pick_device(overrides.get("device", "auto"))),
                  {"system": args.system, "collection": args.collection, "set": args.set},

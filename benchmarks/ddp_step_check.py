@@ -19,9 +19,9 @@ from pathlib import Path
 
 def prepare(folder: Path, tokenizer: Path) -> None:
     import torch
+    from aa_harness_bench.archs import build_model
 
     from harness.data.demo import demo_documents
-    from harness.neural.fast.bench.archs import build_model
 
     folder.mkdir(parents=True, exist_ok=True)
     model = build_model("qwen3-0.6b", "cpu", torch.float32, seed=0)
@@ -43,7 +43,7 @@ def compare(one: Path, two: Path, out: Path | None) -> None:
               "losses_one_process": losses[0], "losses_ddp": losses[1], "max_abs_loss_diff": diff}
     print(json.dumps(record, indent=1))
     if out:
-        from harness.neural.fast.bench.results import write_result
+        from aa_harness_bench.results import write_result
 
         facts = {"device_name": logs[1]["device"].removeprefix("cuda: ").split(" (x")[0]}
         write_result("ddp-step", "qwen3-0.6b-lora", facts, {"one": str(one), "two": str(two)}, record, out)

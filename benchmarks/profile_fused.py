@@ -10,10 +10,11 @@ import torch
 
 
 def main() -> None:
+    from aa_harness_bench.archs import build_model
+    from aa_harness_bench.encode import harness_encoder
+    from aa_harness_bench.workload import random_rows
+
     from harness.neural.encoder import embed_features
-    from harness.neural.fast.bench.archs import build_model
-    from harness.neural.fast.bench.encode import harness_encoder
-    from harness.neural.fast.bench.workload import random_rows
 
     p = argparse.ArgumentParser()
     p.add_argument("--arch", default="qwen3-0.6b")

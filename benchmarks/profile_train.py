@@ -15,9 +15,10 @@ import torch
 
 
 def main() -> None:
-    from harness.neural.fast.bench.archs import build_model
-    from harness.neural.fast.bench.train import with_lora
-    from harness.neural.fast.bench.workload import random_rows
+    from aa_harness_bench.archs import build_model
+    from aa_harness_bench.reference import with_lora
+    from aa_harness_bench.workload import random_rows
+
     from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss
 
     p = argparse.ArgumentParser()

@@ -434,10 +434,6 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--device", default="auto", help="cuda, cpu or auto (CUDA when present)")
     sp.set_defaults(fn=cmd_curate)
 
-    from harness.neural.fast.bench.cli import add_parser as add_bench_parser
-
-    add_bench_parser(sub)
-
     sp = sub.add_parser("leaderboard", help="regenerate leaderboards/*.md and plots from the run files")
     sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"),
                     help="results to read: <runs-dir>/<collection>/<run>/seed-<S>.json (default: leaderboards/runs)")
@@ -460,6 +456,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="folder for leaderboard.*, per-seed.* and per-query.* (default: export)")
     sp.add_argument("--format", choices=["csv", "json"], default="csv", help="file format (default csv)")
     sp.set_defaults(fn=cmd_export)
+
+    from harness.plugins import add_plugin_commands
+
+    add_plugin_commands(sub)  # after the built-in verbs, so a plugin cannot take one of their names
     return p
 
 

@@ -17,3 +17,10 @@ def register_systems(register):
 @hookspec
 def register_collections(register):
     """Call register(CollectionSpec(...)) once for each collection this plugin provides."""
+
+
+@hookspec
+def register_commands(subparsers):
+    """Add command-line verbs: call subparsers.add_parser(NAME, help=...) and give each parser
+    set_defaults(fn=handler), where handler(args) returns the exit code. Called while the
+    parser is built, so keep heavy imports inside the handlers."""

@@ -163,3 +163,26 @@ def load_registry(pm: pluggy.PluginManager | None = None, *, warn=None) -> Regis
     for label, message in reg.failures:
         warn(f"plugin {label} {message}; left out")
     return reg
+
+
+def add_plugin_commands(subparsers, pm: pluggy.PluginManager | None = None, *, warn=None) -> list[str]:
+    """Let each plugin add its verbs (`register_commands`) to the CLI's subparsers; returns the verbs added.
+
+    A plugin that raises, or names a verb that is already taken, is reported through `warn` (default:
+    a line on stderr) and none of its verbs is kept; the other plugins' verbs work on."""
+    pm = pm or plugin_manager()
+    warn = warn or (lambda msg: print(f"aa-harness: warning: {msg}", file=sys.stderr))
+    added: list[str] = []
+    for impl in pm.hook.register_commands.get_hookimpls():
+        before = dict(subparsers.choices)
+        shown = list(subparsers._choices_actions)  # the help listing; argparse has no public way to drop a verb
+        try:
+            impl.function(subparsers=subparsers)
+        except Exception as e:  # a broken third-party plugin must not break the command line
+            subparsers.choices.clear()
+            subparsers.choices.update(before)
+            subparsers._choices_actions[:] = shown
+            warn(f"plugin {_plugin_label(pm, impl.plugin)} failed while adding commands: {type(e).__name__}: {e}; left out")
+            continue
+        added += [name for name in subparsers.choices if name not in before]
+    return added

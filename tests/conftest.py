@@ -1,13 +1,17 @@
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+if importlib.util.find_spec("aa_harness_bench") is None:  # the bench distribution, from the checkout when not installed
+    sys.path.append(str(ROOT / "benchmarks"))
 CORPORA = Path(os.environ.get("AA_HARNESS_CORPORA", ROOT.parent / "shared" / "corpora"))
 
 

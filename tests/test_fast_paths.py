@@ -9,13 +9,13 @@ pytest.importorskip("transformers")
 
 
 def _model(arch, seed=0):
-    from harness.neural.fast.bench.archs import build_model
+    from aa_harness_bench.archs import build_model
 
     return build_model(arch, "cpu", torch.float32, seed=seed)
 
 
 def _rows(n, lo, hi, seed=0, vocab=512):
-    from harness.neural.fast.bench.workload import random_rows
+    from aa_harness_bench.workload import random_rows
 
     return random_rows(n, lo, hi, vocab, seed)
 
@@ -40,7 +40,7 @@ def test_mask_free_attention_on_right_padding_equals_each_row_alone(arch):
 
 @pytest.mark.slow
 def test_harness_encoding_equals_naive_hf_encoding():
-    from harness.neural.fast.bench.encode import bench_encode
+    from aa_harness_bench.encode import bench_encode
 
     model = _model("tiny-qwen3")
     figures = bench_encode(model, _rows(48, 5, 120, seed=2), torch.device("cpu"), max_tokens=1024, naive_batch=8,
@@ -54,7 +54,7 @@ def test_harness_encoding_equals_naive_hf_encoding():
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", ["tiny-qwen3", "tiny-mistral"])
 def test_prefix_reuse_scores_equal_concatenated_pairs(arch):
-    from harness.neural.fast.bench.rerank import bench_rerank
+    from aa_harness_bench.rerank import bench_rerank
 
     model = _model(arch)
     queries = _rows(2, 10, 40, seed=3)
@@ -141,7 +141,8 @@ def test_exact_search_keeps_the_tie_rule_when_ties_reach_past_the_fetched_scores
 @pytest.mark.slow
 def test_compressed_index_recall_on_clustered_vectors():
     pytest.importorskip("faiss")
-    from harness.neural.fast.bench.search import clustered_vectors, exact_topk_indices
+    from aa_harness_bench.search import clustered_vectors, exact_topk_indices
+
     from harness.neural.fast.compressed_search import build_index, index_search
 
     cands = clustered_vectors(4000, 32, seed=0, clusters=32)
@@ -170,9 +171,10 @@ def test_fusing_holds_no_second_copy_of_the_weights():
 
 @pytest.mark.slow
 def test_bench_reads_real_texts_through_a_tokenizer(tiny_qwen3_dir, tmp_path):
+    from aa_harness_bench.workload import text_rows
+
     from harness.data.demo import demo_documents
     from harness.errors import HarnessError
-    from harness.neural.fast.bench.workload import text_rows
     from tests.conftest import write_jsonl
 
     docs = [{"documentID": d.documentID, "authorIDs": list(d.authorIDs), "fullText": d.fullText, "genre": d.genre}

@@ -13,8 +13,8 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 
 
 def _setup(arch, dtype, n, lo, hi, seed=0):
-    from harness.neural.fast.bench.archs import build_model
-    from harness.neural.fast.bench.workload import random_rows
+    from aa_harness_bench.archs import build_model
+    from aa_harness_bench.workload import random_rows
 
     model = build_model(arch, torch.device("cuda"), dtype, seed=seed)
     return model, random_rows(n, lo, hi, model.config.vocab_size, seed)
@@ -22,7 +22,7 @@ def _setup(arch, dtype, n, lo, hi, seed=0):
 
 @pytest.mark.parametrize("dtype,tolerance", [(torch.float32, 1e-4), (torch.bfloat16, 5e-2)])
 def test_encoding_matches_hf_forward_at_qwen3_06b_shape(dtype, tolerance):
-    from harness.neural.fast.bench.encode import bench_encode
+    from aa_harness_bench.encode import bench_encode
 
     model, rows = _setup("qwen3-0.6b", dtype, 256, 150, 512)
     figures = bench_encode(model, rows, torch.device("cuda"), warmup_rows=8,
@@ -37,8 +37,8 @@ def test_encoding_matches_hf_forward_at_qwen3_06b_shape(dtype, tolerance):
 
 @pytest.mark.parametrize("dtype,tolerance", [(torch.float32, 1e-4), (torch.bfloat16, 5e-2)])
 def test_prefix_reuse_matches_concatenation_at_qwen3_06b_shape(dtype, tolerance):
-    from harness.neural.fast.bench.rerank import bench_rerank
-    from harness.neural.fast.bench.workload import random_rows
+    from aa_harness_bench.rerank import bench_rerank
+    from aa_harness_bench.workload import random_rows
 
     model, queries = _setup("qwen3-0.6b", dtype, 2, 300, 512)
     cands = [random_rows(40, 150, 512, model.config.vocab_size, 10 + i) for i in range(2)]

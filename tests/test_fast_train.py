@@ -8,15 +8,15 @@ pytest.importorskip("peft")
 
 
 def _peft(arch, seed=0):
-    from harness.neural.fast.bench.archs import build_model
-    from harness.neural.fast.bench.train import with_lora
+    from aa_harness_bench.archs import build_model
+    from aa_harness_bench.reference import with_lora
 
     torch.manual_seed(seed)
     return with_lora(build_model(arch, "cpu", torch.float32, seed=seed))
 
 
 def _rows(n, lo, hi, seed):
-    from harness.neural.fast.bench.workload import random_rows
+    from aa_harness_bench.workload import random_rows
 
     return random_rows(n, lo, hi, 512, seed)
 
@@ -24,7 +24,8 @@ def _rows(n, lo, hi, seed):
 @pytest.mark.parametrize("arch", ["tiny-qwen3", "tiny-mistral"])
 @pytest.mark.parametrize("checkpoint", [False, True])
 def test_retriever_step_matches_peft(arch, checkpoint):
-    from harness.neural.fast.bench.train import first_step_check, naive_retriever_loss
+    from aa_harness_bench.reference import first_step_check, naive_retriever_loss
+
     from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss
 
     peft = _peft(arch)
@@ -43,7 +44,8 @@ def test_retriever_step_matches_peft(arch, checkpoint):
 
 @pytest.mark.parametrize("arch", ["tiny-qwen3", "tiny-mistral"])
 def test_shared_prefix_reranker_step_matches_concatenated_pairs(arch):
-    from harness.neural.fast.bench.train import first_step_check, naive_reranker_loss
+    from aa_harness_bench.reference import first_step_check, naive_reranker_loss
+
     from harness.neural.fast.lora_train import LoraFusedDecoder
     from harness.neural.fast.prefix_train import reranker_loss
 
@@ -66,13 +68,10 @@ def test_checkpointed_fast_steps_on_the_gpu_attention_path_match_peft(cpu_varlen
     recomputation found it decided and saved fewer tensors, a CheckpointError at the first backward."""
     from types import SimpleNamespace
 
+    from aa_harness_bench.reference import first_step_check, naive_reranker_loss, naive_retriever_loss
+    from aa_harness_bench.train import harness_reranker_loss
+
     from harness.neural.fast import fused_decoder
-    from harness.neural.fast.bench.train import (
-        first_step_check,
-        harness_reranker_loss,
-        naive_reranker_loss,
-        naive_retriever_loss,
-    )
     from harness.neural.fast.lora_train import fused_embed_batch
     from harness.neural.fast.prefix_train import shared_prefix_score_groups
     from harness.neural.losses import supcon_loss
@@ -114,8 +113,9 @@ def test_checkpointed_steps_with_lora_dropout_equal_the_steps_without(cpu_varlen
     """In train mode with LoRA dropout, on the GPU's attention path (emulated) with its first-call
     probe inside the checkpointed forward, checkpointing changes nothing: the recomputation draws
     the forward's dropout masks and saves the forward's tensors, so loss and gradients are equal."""
+    from aa_harness_bench.reference import lora_gradients
+
     from harness.neural.fast import fused_decoder
-    from harness.neural.fast.bench.train import lora_gradients
     from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss
     from harness.neural.fast.prefix_train import reranker_loss
 
@@ -185,7 +185,7 @@ def _builds(arch, seed=0):
     earlier calls are still alive (weak references)."""
     import weakref
 
-    from harness.neural.fast.bench.archs import build_model
+    from aa_harness_bench.archs import build_model
 
     refs, alive_at_build = [], []
 
@@ -203,10 +203,7 @@ def _reranker_groups():
 
 
 def test_bench_train_runs_on_cpu(tmp_path):
-    from harness.neural.fast.bench.train import (
-        bench_train_reranker,
-        bench_train_retriever,
-    )
+    from aa_harness_bench.train import bench_train_reranker, bench_train_retriever
 
     dev = torch.device("cpu")
     r = r_ret = bench_train_retriever(_builds("tiny-qwen3")[0], _rows(16, 5, 20, seed=9), dev, authors=4, steps=1,
@@ -216,7 +213,8 @@ def test_bench_train_runs_on_cpu(tmp_path):
     r = bench_train_reranker(_builds("tiny-mistral")[0], _reranker_groups(), dev, steps=1, warmup=1, log=lambda *_: None)
     assert r["first_step"]["gradients"]["rel_error"] < 1e-5
     assert r["token_ratio"] == pytest.approx(13 * 16 / (8 + 13 * 8), rel=1e-3)
-    from harness.neural.fast.bench.results import write_result
+    from aa_harness_bench.results import write_result
+
     from harness.reports.performance import performance_page
 
     facts = {"device_name": "Test Card"}
@@ -236,16 +234,10 @@ def test_bench_train_runs_one_model_at_a_time_with_the_first_step_of_one_shared_
     step it reports is the one the earlier bench computed with both paths on one shared model."""
     from types import SimpleNamespace
 
-    from harness.neural.fast.bench.archs import build_model
-    from harness.neural.fast.bench.train import (
-        bench_train_reranker,
-        bench_train_retriever,
-        first_step_check,
-        harness_reranker_loss,
-        naive_reranker_loss,
-        naive_retriever_loss,
-        with_lora,
-    )
+    from aa_harness_bench.archs import build_model
+    from aa_harness_bench.reference import first_step_check, naive_reranker_loss, naive_retriever_loss, with_lora
+    from aa_harness_bench.train import bench_train_reranker, bench_train_retriever, harness_reranker_loss
+
     from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss
     from harness.neural.fast.prefix_train import shared_prefix_score_groups
 
@@ -295,7 +287,7 @@ def test_naive_first_step_recomputes_its_checkpointed_layers_with_dropout_off():
     """The naive first step runs as its timed steps do, Hugging Face's gradient checkpointing on
     (it runs only in train mode; in eval mode the 8B and 12B first steps kept every layer's
     activations), with LoRA dropout off: the eval-mode loss and gradients, each layer run twice."""
-    from harness.neural.fast.bench.train import first_step, naive_retriever_loss
+    from aa_harness_bench.reference import first_step, naive_retriever_loss
 
     cpu = torch.device("cpu")
     peft = _peft("tiny-qwen3", seed=6)
@@ -325,8 +317,9 @@ def test_naive_first_step_recomputes_its_checkpointed_layers_with_dropout_off():
 def test_bench_train_records_a_path_out_of_memory_and_still_runs_the_other(failing, monkeypatch, tmp_path):
     """A CUDA out-of-memory error in one path is that path's record (error, stage, peak memory);
     the other path still runs and is written, and the performance page shows the failure."""
-    from harness.neural.fast.bench import train
-    from harness.neural.fast.bench.results import write_result
+    from aa_harness_bench import train
+    from aa_harness_bench.results import write_result
+
     from harness.reports.performance import performance_page
 
     build, refs, _ = _builds("tiny-qwen3")
@@ -371,9 +364,9 @@ def test_bench_train_records_a_path_out_of_memory_and_still_runs_the_other(faili
 def test_compiled_layers_match_and_compile_once_for_all_layers():
     """torch.compile (inductor on the CPU here, as on the GPU) computes the same step, and the layers
     share their compiled graphs: no recompilation per layer or length (the LoRA tensors are plain inputs)."""
+    from aa_harness_bench.reference import first_step_check, naive_retriever_loss
     from torch._dynamo.utils import counters
 
-    from harness.neural.fast.bench.train import first_step_check, naive_retriever_loss
     from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss
 
     torch._dynamo.reset()

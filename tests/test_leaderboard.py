@@ -34,7 +34,8 @@ def test_performance_page_renders_each_benchmark_kind(tmp_path):
     """A bench result written by the bench code renders with its figures and source."""
     import json
 
-    from harness.neural.fast.bench.results import write_result
+    from aa_harness_bench.results import write_result
+
     from harness.reports.performance import performance_page
 
     facts = {"device_name": "Test Card", "torch": "x"}

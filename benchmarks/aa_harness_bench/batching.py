@@ -16,8 +16,9 @@ import numpy as np
 
 def bench_batching(sizes, dim: int, device, *, authors_per_batch: int = 16, cluster_factor: float = 3.5,
                    seed: int = 0, log=print) -> list[dict]:
-    from harness.neural.fast.bench.search import clustered_vectors
-    from harness.neural.fast.bench.timing import sync
+    from aa_harness_bench.search import clustered_vectors
+    from aa_harness_bench.timing import sync
+
     from harness.neural.hard_negatives import hard_negative_batches
     from harness.neural.kmeans import pick_backend
 

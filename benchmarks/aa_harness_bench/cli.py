@@ -9,7 +9,7 @@ from harness.errors import HarnessError
 
 
 def add_parser(sub) -> None:
-    from harness.neural.fast.bench.archs import arch_names
+    from aa_harness_bench.archs import arch_names
 
     sp = sub.add_parser("bench", help="throughput of the harness's paths against naive baselines (GPU)")
     kinds = sp.add_subparsers(dest="bench", required=True, metavar="KIND")
@@ -104,8 +104,7 @@ def _log(*a):
 
 def _model(args, device):
     import torch
-
-    from harness.neural.fast.bench.archs import build_model
+    from aa_harness_bench.archs import build_model
 
     if not args.random_weights:
         raise HarnessError("bench builds architectures with random weights only: pass --random-weights")
@@ -115,8 +114,8 @@ def _model(args, device):
 
 
 def _save(args, kind, name, device, figures) -> None:
-    from harness.neural.fast.bench.results import write_result
-    from harness.neural.fast.bench.timing import device_facts
+    from aa_harness_bench.results import write_result
+    from aa_harness_bench.timing import device_facts
 
     if args.no_save:
         return
@@ -126,21 +125,22 @@ def _save(args, kind, name, device, figures) -> None:
 
 
 def cmd_encode(args) -> int:
+    from aa_harness_bench.workload import random_rows
+
     from harness.neural.device import pick_device
-    from harness.neural.fast.bench.workload import random_rows
 
     if args.shard:
         return _encode_sharded(args)
     device = pick_device(args.device)
     model = _model(args, device)
     if args.texts:
-        from harness.neural.fast.bench.workload import text_rows
+        from aa_harness_bench.workload import text_rows
 
         rows = text_rows(args.texts, args.tokenizer, args.docs, vocab=model.config.vocab_size)
     else:
         rows = random_rows(args.docs, *args.lengths, model.config.vocab_size, args.seed)
     _log(f"encode {args.arch} on {device}: {args.docs} documents, {sum(map(len, rows)):,} tokens, lengths {args.lengths}")
-    from harness.neural.fast.bench.encode import bench_encode
+    from aa_harness_bench.encode import bench_encode
 
     variants = [(int(v.split(":")[0]), v.split(":")[1] if ":" in v else "packed") for v in args.variant]
     figures = bench_encode(model, rows, device, max_tokens=args.max_tokens, naive_batch=args.naive_batch,
@@ -152,13 +152,13 @@ def cmd_encode(args) -> int:
 
 def _encode_sharded(args) -> int:
     import torch.distributed as dist
+    from aa_harness_bench.encode import _figures, harness_encoder
+    from aa_harness_bench.timing import timed
+    from aa_harness_bench.workload import Shape, random_rows
 
     from harness.neural.device import pick_device
     from harness.neural.distributed import world
     from harness.neural.encoder import embed_features
-    from harness.neural.fast.bench.encode import _figures, harness_encoder
-    from harness.neural.fast.bench.timing import timed
-    from harness.neural.fast.bench.workload import Shape, random_rows
     from harness.neural.sharded import embed_sharded
 
     rank, size, _ = world()
@@ -194,15 +194,16 @@ def _encode_sharded(args) -> int:
 
 
 def cmd_rerank(args) -> int:
+    from aa_harness_bench.rerank import bench_rerank
+    from aa_harness_bench.workload import random_rows
+
     from harness.neural.device import pick_device
-    from harness.neural.fast.bench.rerank import bench_rerank
-    from harness.neural.fast.bench.workload import random_rows
 
     device = pick_device(args.device)
     model = _model(args, device)
     vocab = model.config.vocab_size
     if args.texts:
-        from harness.neural.fast.bench.workload import text_rows
+        from aa_harness_bench.workload import text_rows
 
         queries = text_rows(args.texts, args.tokenizer, args.queries, vocab=vocab)
         pool = text_rows(args.texts, args.tokenizer, args.queries * args.candidates, skip=args.queries, vocab=vocab)
@@ -219,13 +220,14 @@ def cmd_rerank(args) -> int:
 
 
 def cmd_train(args) -> int:
-    from harness.neural.device import pick_device
-    from harness.neural.fast.bench.archs import build_config, parameter_count
-    from harness.neural.fast.bench.train import (
+    from aa_harness_bench.archs import build_config, parameter_count
+    from aa_harness_bench.train import (
         bench_train_reranker,
         bench_train_retriever,
     )
-    from harness.neural.fast.bench.workload import random_rows
+    from aa_harness_bench.workload import random_rows
+
+    from harness.neural.device import pick_device
 
     if not args.random_weights:
         raise HarnessError("bench builds architectures with random weights only: pass --random-weights")
@@ -258,8 +260,9 @@ def cmd_train(args) -> int:
 
 
 def cmd_batching(args) -> int:
+    from aa_harness_bench.batching import bench_batching
+
     from harness.neural.device import pick_device
-    from harness.neural.fast.bench.batching import bench_batching
 
     device = pick_device(args.device)
     rows = bench_batching(args.docs, args.dim, device, authors_per_batch=args.authors_per_batch, seed=args.seed, log=_log)
@@ -268,8 +271,9 @@ def cmd_batching(args) -> int:
 
 
 def cmd_search(args) -> int:
+    from aa_harness_bench.search import bench_search
+
     from harness.neural.device import pick_device
-    from harness.neural.fast.bench.search import bench_search
 
     device = pick_device(args.device)
     rows = bench_search(args.sizes, args.dim, args.queries, args.k, device, spec=args.index, nprobes=tuple(args.nprobe),
@@ -278,12 +282,13 @@ def cmd_search(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:  # for `python -m harness.neural.fast.bench.cli`
+def main(argv=None) -> int:
+    """`python -m aa_harness_bench KIND ...`: `aa-harness bench KIND ...` from a checkout, installed or not."""
     p = argparse.ArgumentParser(prog="aa-harness")
     add_parser(p.add_subparsers(dest="command", required=True))
-    args = p.parse_args(argv)
-    return args.fn(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    args = p.parse_args(["bench", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return args.fn(args)
+    except HarnessError as e:
+        print(f"aa-harness: error: {e}", file=sys.stderr)
+        return 2

@@ -3,13 +3,24 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
 from pathlib import Path
 
 from harness.atomic import atomic_write_text
-from harness.provenance import PROJECT_ROOT, git_commit
+from harness.provenance import git_commit
 
-RESULTS_DIR = PROJECT_ROOT / "benchmarks" / "results"
+_CHECKOUT = Path(__file__).resolve().parents[1]  # benchmarks/ when this package runs from its checkout
+
+
+def results_dir() -> Path:
+    """Where results go without --out: $AA_HARNESS_BENCH_DIR, else the checkout's benchmarks/results,
+    else benchmarks/results under the working folder (an installed copy has no checkout beside it)."""
+    if env := os.environ.get("AA_HARNESS_BENCH_DIR"):
+        return Path(env)
+    if (_CHECKOUT / "pyproject.toml").is_file() and (_CHECKOUT / "aa_harness_bench").is_dir():
+        return _CHECKOUT / "results"
+    return Path("benchmarks") / "results"
 
 
 def slug(text: str) -> str:
@@ -17,7 +28,7 @@ def slug(text: str) -> str:
 
 
 def write_result(kind: str, name: str, facts: dict, args: dict, figures, out: Path | None = None) -> Path:
-    path = Path(out) if out else RESULTS_DIR / f"{kind}-{slug(name)}-{slug(facts.get('device_name', 'cpu'))}.json"
+    path = Path(out) if out else results_dir() / f"{kind}-{slug(name)}-{slug(facts.get('device_name', 'cpu'))}.json"
     record = {"benchmark": kind, "name": name, **facts, "git_commit": git_commit(),
               "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
               "args": args, "results": figures}

@@ -46,7 +46,7 @@ class Shape:
 
     @classmethod
     def of(cls, model) -> "Shape":
-        from harness.neural.fast.bench.archs import non_embedding_parameters
+        from aa_harness_bench.archs import non_embedding_parameters
 
         c = model.config
         return cls(non_embedding_parameters(model), c.num_hidden_layers, c.num_attention_heads * c.head_dim)

@@ -12,7 +12,7 @@
 # 0.6B retriever uncompiled (its own result file) and the kernel profiles of its harness step,
 # compiled and not (benchmarks/profile_train.py, about 2 more minutes).
 set -uo pipefail
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
+export PYTHONPATH=$PWD:$PWD/benchmarks PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 S=${STEPS:-3}; W=${WARMUP:-2}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/log"
@@ -20,20 +20,20 @@ python -c "import torch, transformers, peft; print('torch', torch.__version__, '
 quiet() { grep -v "Warning\|warn(\|warnings.warn" | tee -a "$OUT/log"; }
 bench() {  # LIMIT_SECONDS ARGS...: compiled, and if that fails uncompiled
   local limit=$1; shift
-  timeout "$limit" python -m harness bench "$@" 2>&1 | quiet; local rc=${PIPESTATUS[0]}
+  timeout "$limit" python -m aa_harness_bench "$@" 2>&1 | quiet; local rc=${PIPESTATUS[0]}
   [ "$rc" -eq 0 ] && return 0
   [ "$rc" -eq 124 ] && { echo "== out of time ($limit s): $*" | tee -a "$OUT/log"; return 1; }
   echo "== retrying uncompiled: $*" | tee -a "$OUT/log"
-  timeout "$limit" python -m harness bench "$@" --no-compile 2>&1 | quiet
+  timeout "$limit" python -m aa_harness_bench "$@" --no-compile 2>&1 | quiet
 }
 bench 100 train retriever --arch qwen3-0.6b --random-weights --steps "$S" --warmup "$W" ${R06_ARGS:-}
 bench 150 train retriever --arch qwen3-8b --random-weights --steps "$S" --warmup "$W" ${R8_ARGS:-}
 bench 150 train reranker --arch mistral-nemo-12b --random-weights --steps "$S" --warmup "$W" ${RR_ARGS:-}
-[ -n "${SKIP_BATCHING:-}" ] || timeout 120 python -m harness bench batching --docs 100000 400000 2>&1 | quiet
+[ -n "${SKIP_BATCHING:-}" ] || timeout 120 python -m aa_harness_bench batching --docs 100000 400000 2>&1 | quiet
 [ -z "${WITH_12B_RETRIEVER:-}" ] || bench 150 train retriever --arch mistral-nemo-12b --random-weights --steps 2 --warmup 2
 if [ -n "${PROFILE:-}" ]; then
   R=benchmarks/results/train-retriever-qwen3-0.6b-uncompiled.json
-  timeout 100 python -m harness bench train retriever --arch qwen3-0.6b --random-weights --steps "$S" --warmup "$W" \
+  timeout 100 python -m aa_harness_bench train retriever --arch qwen3-0.6b --random-weights --steps "$S" --warmup "$W" \
     --no-compile --out "$R" 2>&1 | quiet
   for flag in "" --no-compile; do timeout 120 python benchmarks/profile_train.py --arch qwen3-0.6b $flag 2>&1 | quiet; done
 fi
