@@ -115,3 +115,17 @@ def test_backbone_without_gradient_checkpointing_trains_without_it():
     mpnet = MPNetModel(MPNetConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                                    intermediate_size=32))
     assert checkpoint_backbone(mpnet) is False
+
+
+def test_old_encoder_names_are_deprecated_aliases():
+    """The base classes were named for bi-encoders, though the reranker's cross-encoder is one too:
+    the old names still import, with a warning, and are the renamed classes."""
+    import harness.neural.encoder as encoder
+
+    with pytest.warns(DeprecationWarning, match="use TextEncoder"):
+        from harness.neural.encoder import BiEncoder
+    with pytest.warns(DeprecationWarning, match="use TokenEncoder"):
+        assert encoder.TokenBiEncoder is encoder.TokenEncoder
+    assert BiEncoder is encoder.TextEncoder and issubclass(encoder.TokenEncoder, encoder.TextEncoder)
+    with pytest.raises(AttributeError):
+        encoder.NoSuchEncoder  # noqa: B018

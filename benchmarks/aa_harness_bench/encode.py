@@ -1,7 +1,7 @@
 """Encoding throughput: the harness's bi-encoder path against the naive Hugging Face one.
 
 naive: the model as is (SDPA), batches of 32 in arrival order padded to the longest,
-attention mask, mean pooling. harness: `embed_features` over a `TokenBiEncoder` with its
+attention mask, mean pooling. harness: `embed_features` over a `TokenEncoder` with its
 fast path (a FusedDecoder: fused, compiled layers over "padded" length-sorted rows with
 mask-free causal cuDNN attention, or "packed" rows with varlen flash attention; or
 "aa_causal": the Hugging Face model with mask-free causal attention), the path the
@@ -35,9 +35,9 @@ def naive_encode(model, rows: Sequence[Sequence[int]], device: torch.device, *, 
 
 def harness_encoder(model, path: str = "packed", pad_id: int = 0):
     """The retrievers' encoder over `model` (ids in, mean-pooled vectors out) on its fast path."""
-    from harness.neural.encoder import TokenBiEncoder
+    from harness.neural.encoder import TokenEncoder
 
-    enc = TokenBiEncoder(model, None, max_length=1 << 20, pad_id=pad_id).eval()
+    enc = TokenEncoder(model, None, max_length=1 << 20, pad_id=pad_id).eval()
     enc.path = enable_fast_path(enc, prefer=path)
     return enc
 

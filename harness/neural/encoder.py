@@ -1,13 +1,17 @@
-"""Bi-encoders and the one encoding path they all use.
+"""Text encoders and the one encoding path they all use.
 
-A `BiEncoder` turns texts into features (token ids, or LUAR's episodes of chunks), collates
-a batch of features into tensors, and embeds them. `encode_texts` runs it: texts already in
-the embedding cache are skipped, the rest are batched longest-first under a token budget,
-embedded under bf16 autocast on CUDA (fp32 on CPU) and cached shard by shard.
+A `TextEncoder` turns texts into features (token ids, or LUAR's episodes of chunks), collates
+a batch of features into tensors, and embeds them: the retrievers' bi-encoders and the
+reranker's pair scorer (a cross-encoder, whose "text" is a query and candidate pair) alike.
+`TokenEncoder` is the one over a Hugging Face backbone read as token ids. `encode_texts` runs
+an encoder: texts already in the embedding cache are skipped, the rest are batched
+longest-first under a token budget, embedded under bf16 autocast on CUDA (fp32 on CPU) and
+cached shard by shard.
 """
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -19,7 +23,7 @@ from harness.neural.embed_cache import EmbeddingCache, cached_encode
 from harness.neural.pooling import last_token_pool, mean_pool
 
 
-class BiEncoder(torch.nn.Module):
+class TextEncoder(torch.nn.Module):
     """Subclasses define featurize/feature_length/collate/embed and say how to compare vectors."""
 
     similarity: str = "cosine"  # or "dot"
@@ -70,7 +74,7 @@ def checkpoint_backbone(backbone) -> bool:
     return True
 
 
-class TokenBiEncoder(BiEncoder):
+class TokenEncoder(TextEncoder):
     """A Hugging Face encoder or decoder read as token ids, padded on the right, mean-pooled."""
 
     def __init__(self, backbone: torch.nn.Module, tokenizer, max_length: int = 512, pad_id: int | None = None):
@@ -82,7 +86,7 @@ class TokenBiEncoder(BiEncoder):
         self.max_length = max_length
         if pad_id is None:
             if tokenizer is None:
-                raise ValueError("TokenBiEncoder without a tokenizer needs pad_id")
+                raise ValueError("TokenEncoder without a tokenizer needs pad_id")
             pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
         self.pad_id = pad_id
 
@@ -127,7 +131,7 @@ class TokenBiEncoder(BiEncoder):
 
 
 @torch.inference_mode()
-def embed_features(model: BiEncoder, features: Sequence[Any], device: torch.device, *, max_tokens: int = 65536,
+def embed_features(model: TextEncoder, features: Sequence[Any], device: torch.device, *, max_tokens: int = 65536,
                    max_batch: int = 512, progress: bool = False, desc: str = "encoding", amp: bool = True) -> np.ndarray:
     """Embed features in token-budget batches; returns float32 rows in input order.
 
@@ -145,7 +149,7 @@ def embed_features(model: BiEncoder, features: Sequence[Any], device: torch.devi
                         max_tokens, what=desc)
 
 
-def _embed_features(model: BiEncoder, features: Sequence[Any], device: torch.device, *, max_tokens: int,
+def _embed_features(model: TextEncoder, features: Sequence[Any], device: torch.device, *, max_tokens: int,
                     max_batch: int, progress: bool, desc: str, amp: bool) -> np.ndarray:
     from tqdm.auto import tqdm
 
@@ -167,7 +171,7 @@ def _embed_features(model: BiEncoder, features: Sequence[Any], device: torch.dev
     return in_input_order(parts, batches, len(features))
 
 
-def encode_texts(model: BiEncoder, texts: Sequence[str], device: torch.device, *, cache: EmbeddingCache | None = None,
+def encode_texts(model: TextEncoder, texts: Sequence[str], device: torch.device, *, cache: EmbeddingCache | None = None,
                  max_tokens: int = 65536, max_batch: int = 512, progress: bool = True, flush_every: int = 4096,
                  desc: str = "encoding") -> np.ndarray:
     """Vectors for `texts` (float32, not normalised), using and filling the cache.
@@ -186,3 +190,15 @@ def encode_texts(model: BiEncoder, texts: Sequence[str], device: torch.device, *
                               progress=progress, desc=desc)
 
     return cached_encode(texts, cache, encode, flush_every=flush_every)
+
+
+_RENAMED = {"BiEncoder": "TextEncoder", "TokenBiEncoder": "TokenEncoder"}  # old name -> new; the cross-encoder is one too
+
+
+def __getattr__(name: str):
+    """The old names still import, with a DeprecationWarning, for plugins written against them."""
+    if name in _RENAMED:
+        warnings.warn(f"harness.neural.encoder.{name} is deprecated; use {_RENAMED[name]}", DeprecationWarning,
+                      stacklevel=2)
+        return globals()[_RENAMED[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,7 +13,7 @@ from harness.evaluation.ranking import check_vectors
 from harness.neural.device import device_label, pick_device
 from harness.neural.distributed import is_main
 from harness.neural.embed_cache import EmbeddingCache, default_cache_root, model_key
-from harness.neural.encoder import BiEncoder, encode_texts
+from harness.neural.encoder import TextEncoder, encode_texts
 from harness.neural.recipe import ContrastiveTraining, EncodeSettings
 from harness.neural.training import (
     ContrastivePairs,
@@ -24,9 +24,9 @@ from harness.neural.training import (
 
 
 class EncoderSystem:
-    """A harness Encoder over any BiEncoder: cached, batched, normalised when cosine."""
+    """A harness Encoder over any TextEncoder: cached, batched, normalised when cosine."""
 
-    def __init__(self, model: BiEncoder, settings: EncodeSettings, describe: dict | None = None):
+    def __init__(self, model: TextEncoder, settings: EncodeSettings, describe: dict | None = None):
         """settings: the plugin's config, read for its inference section (cache, encode_max_tokens,
         fast_path, search_*) and device."""
         self.device = pick_device(settings.device)
@@ -95,8 +95,8 @@ class EncoderSystem:
                 "search": self.search_index}
 
 
-def train_system(build: Callable[[], BiEncoder], config: ContrastiveTraining, documents: Sequence[Document],
-                 out_dir: Path, save: Callable[[BiEncoder, Path], None], log=print,
+def train_system(build: Callable[[], TextEncoder], config: ContrastiveTraining, documents: Sequence[Document],
+                 out_dir: Path, save: Callable[[TextEncoder, Path], None], log=print,
                  embed_batch: EmbedBatch | None = None) -> Path:
     """Seed, then build the model (fresh heads and projections draw from the seeded generator, so
     a rerun, or each process of a DDP run, starts from the same weights), then train it on the

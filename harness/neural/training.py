@@ -36,7 +36,7 @@ from harness.errors import HarnessError
 from harness.neural import distributed as D
 from harness.neural.checkpoint import load_checkpoint, save_checkpoint
 from harness.neural.device import autocast, device_label, pick_device
-from harness.neural.encoder import BiEncoder, embed_features
+from harness.neural.encoder import TextEncoder, embed_features
 from harness.neural.hard_negatives import hard_negative_batches, random_batches
 from harness.neural.losses import supcon_loss
 
@@ -62,13 +62,13 @@ class TrainingTask(Protocol):
         """Training examples (authors, queries) in all."""
 
 
-def default_embed_batch(wrapped, model: BiEncoder, features: Sequence[Any], device: torch.device) -> torch.Tensor:
+def default_embed_batch(wrapped, model: TextEncoder, features: Sequence[Any], device: torch.device) -> torch.Tensor:
     """The plain forward: collate on the host, move, run the (DDP-wrapped) model."""
     tensors = {k: v.to(device) for k, v in model.collate(features).items()}
     return wrapped(**tensors)
 
 
-EmbedBatch = Callable[[Any, BiEncoder, Sequence[Any], torch.device], torch.Tensor]
+EmbedBatch = Callable[[Any, TextEncoder, Sequence[Any], torch.device], torch.Tensor]
 
 
 def authors_from_documents(documents) -> dict[str, list[str]]:
@@ -103,7 +103,7 @@ class ContrastivePairs:
     def size(self) -> int:
         return len(self.authors)
 
-    def plan_epoch(self, model: BiEncoder, epoch: int, device: torch.device, log) -> list[list]:
+    def plan_epoch(self, model: TextEncoder, epoch: int, device: torch.device, log) -> list[list]:
         recipe, authors = self.recipe, self.authors
         seed = recipe.seed * 1000 + epoch
         if recipe.hard_negatives:
@@ -186,7 +186,7 @@ class RngState:
             torch.cuda.set_rng_state(self.cuda, device)
 
 
-def train_loop(model: BiEncoder, task: TrainingTask, recipe, out_dir: Path, *, save: Callable[[BiEncoder, Path], None],
+def train_loop(model: TextEncoder, task: TrainingTask, recipe, out_dir: Path, *, save: Callable[[TextEncoder, Path], None],
                log=print, record: Mapping[str, Any] | None = None) -> dict:
     """Train `model` in place on `task`; the main process calls save(model, out_dir / "model") at the
     end and writes out_dir / "train_log.json". `recipe` gives lr, epochs, grad_accumulation, bf16,

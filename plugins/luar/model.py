@@ -6,11 +6,11 @@ from typing import Sequence
 
 import torch
 
-from harness.neural.encoder import BiEncoder, checkpoint_backbone
+from harness.neural.encoder import TextEncoder, checkpoint_backbone
 from harness.neural.pooling import mean_pool
 
 
-class LUAR(BiEncoder):
+class LUAR(TextEncoder):
     similarity = "cosine"
 
     def __init__(self, transformer, tokenizer, embedding_size: int = 512, chunk_tokens: int = 32, max_chunks: int = 16,

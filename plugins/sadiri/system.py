@@ -4,14 +4,14 @@ import json
 from pathlib import Path
 
 from harness.atomic import atomic_write_text
-from harness.neural.encoder import TokenBiEncoder
+from harness.neural.encoder import TokenEncoder
 from harness.neural.hf import load_backbone
 from harness.neural.models import weights_fingerprint
 from harness.neural.system import EncoderSystem, train_system
 from plugins.sadiri.config import SADIRIConfig
 
 
-class SADIRIEncoder(TokenBiEncoder):
+class SADIRIEncoder(TokenEncoder):
     similarity = "cosine"
 
     def __init__(self, backbone, tokenizer, max_length: int, source: str):

@@ -15,7 +15,7 @@ from harness.atomic import atomic_write_text
 from harness.data.documents import Document
 from harness.errors import HarnessError
 from harness.neural.device import autocast, device_label, pick_device
-from harness.neural.encoder import TokenBiEncoder, checkpoint_backbone, embed_features
+from harness.neural.encoder import TokenEncoder, checkpoint_backbone, embed_features
 from harness.neural.fast.enable import enable_fast_path
 from harness.neural.hf import load_backbone
 from harness.neural.models import weights_fingerprint
@@ -25,7 +25,7 @@ from plugins.sadiri_v2.retriever import _dtype, lora_config
 MODEL_JSON = "aa_model.json"
 
 
-class PairScorer(TokenBiEncoder):
+class PairScorer(TokenEncoder):
     """score(q, c) = W . h_last(q U+2980 c): one number per pair, whatever its batch mates or padding side."""
 
     def __init__(self, backbone, tokenizer, head: torch.nn.Linear, config: RerankerConfig, identity: str):

@@ -9,7 +9,7 @@ import torch
 
 from harness.atomic import atomic_write_text
 from harness.errors import HarnessError
-from harness.neural.encoder import TokenBiEncoder, checkpoint_backbone
+from harness.neural.encoder import TokenEncoder, checkpoint_backbone
 from harness.neural.hf import load_backbone
 from harness.neural.models import weights_fingerprint
 from harness.neural.system import EncoderSystem, train_system
@@ -18,7 +18,7 @@ from plugins.sadiri_v2.config import LoRASpec, RetrieverConfig
 MODEL_JSON = "aa_model.json"
 
 
-class LLMRetriever(TokenBiEncoder):
+class LLMRetriever(TokenEncoder):
     """v(d) = W mean(h_1..h_L) + b (Eq. 1); without a projection: the untrained backbone, cosine."""
 
     def __init__(self, backbone, tokenizer, max_length: int, projection: torch.nn.Linear | None, identity: str,
