@@ -89,11 +89,3 @@ def test_manifest_from_other_data_is_refused(tmp_path, small_collection_file):
     changed = load_collection("small", [small_collection_file])
     with pytest.raises(DataError, match="different documents"):
         get_split(changed, 0, tmp_path)
-
-
-def test_readme_shows_the_committed_counts_table():
-    from harness.evaluation.splits import counts_table
-
-    splits = [read_manifest(p) for p in sorted((ROOT / "splits").glob("*/seed-*.json"))]
-    assert splits, "no committed manifests"
-    assert counts_table(splits) in (ROOT / "README.md").read_text(encoding="utf-8")

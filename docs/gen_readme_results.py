@@ -1,0 +1,113 @@
+"""Rewrite the results block of README.md from the verified committed runs.
+
+The block sits between `<!-- results:start -->` and `<!-- results:end -->`. Its rows are the
+runs named in ROWS (a choice of what the front page shows, not figures); every figure is
+recomputed here: each result is verified against its rankings and split manifest first.
+Run `python docs/gen_readme_results.py`; `--check` exits 1 when README.md is out of date
+(tests/test_docs.py runs the check).
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+RUNS = ROOT / "leaderboards" / "runs"
+COLLECTIONS = ("reddit-xsub", "blogs-xtopic", "pan19-en")
+# The front page's rows, baselines first, then one row per system family at its best recipe.
+ROWS = (
+    "bm25",
+    "char-ngram",
+    "sbert",
+    "luar-mpnet",
+    "sadiri-mpnet",
+    "qwen2.5-1.5b-untrained",
+    "sadiri-v2-qwen2.5-1.5b-cosine-b16-lr1e-4",
+    "sadiri-v2-qwen2.5-1.5b-cosine-b16-lr1e-4+reranker-q+p+r-b4-all-authors",
+)
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+
+
+def _import_harness() -> None:
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+
+
+def _verified(collection: str, run: str) -> list[dict]:
+    """The run's results, each verified against its rankings and the committed manifest; [] if none."""
+    from harness.evaluation.splits import manifest_path, read_manifest
+    from harness.runs.results import check_run_consistent, read_result, verify_result
+
+    record = next(p for p in (ROOT / "harness" / "record" / "splits", ROOT / "splits") if p.is_dir())
+    items = []
+    for path in sorted((RUNS / collection / run).glob("seed-*.json")):
+        res = read_result(path)
+        verify_result(path, res, read_manifest(manifest_path(record, collection, res["seed"])))
+        items.append((path, res))
+    if items:
+        check_run_consistent(items)
+    return [res for _, res in items]
+
+
+def _label(res: dict) -> str:
+    """The system and the full backbone id it ran with, and whether its weights were trained here."""
+    config, extra = res["config"], res.get("extra", {})
+    backbone = config.get("backbone") or config.get("model") or ""
+    trained = "model_card" in extra
+    if res["system"] in ("bm25", "char-ngram"):
+        return f"`{res['system']}`"
+    what = f"`{res['system']}`, `{backbone}`" + (", trained here" if trained else ", pretrained")
+    if config.get("first_stage"):
+        what += ", reranking the row above"
+    return what
+
+
+def render() -> str:
+    _import_harness()
+    from harness.evaluation.metrics import mean_sd
+
+    lines = [START,
+             "| system and backbone | " + " | ".join(COLLECTIONS) + " |",
+             "|---|" + "---|" * len(COLLECTIONS)]
+    for run in ROWS:
+        cells, label = [], None
+        for collection in COLLECTIONS:
+            results = _verified(collection, run)
+            if not results:
+                cells.append("not run")
+                continue
+            label = label or _label(results[0])
+            mean, sd = mean_sd([r["metrics"]["success@8"] for r in results])
+            spread = f" ± {100 * sd:.1f}" if len(results) > 1 else ""
+            cells.append(f"{100 * mean:.1f}{spread}" + ("" if len(results) == 4 else f" (n={len(results)})"))
+        if label:
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def rewrite(text: str, block: str) -> str:
+    pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.S)
+    if not pattern.search(text):
+        raise SystemExit(f"{README}: no {START} … {END} block")
+    return pattern.sub(lambda _: block, text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    check = "--check" in (argv if argv is not None else sys.argv[1:])
+    text = README.read_text(encoding="utf-8")
+    new = rewrite(text, render())
+    if check:
+        if new != text:
+            print("README.md's results block is out of date: run python docs/gen_readme_results.py", file=sys.stderr)
+            return 1
+        return 0
+    README.write_text(new, encoding="utf-8")
+    print("rewrote README.md's results block")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,150 @@
+"""mkdocs hooks: publish the generated leaderboard pages inside the site and fill generated blocks.
+
+The leaderboard pages (`leaderboards/*.md`, their plots, `leaderboards/collections/*.md`) are
+written by `aa-harness leaderboard`; the site serves them as they are under `leaderboards/`, so
+the manual links to the figures instead of copying them. A page may hold a marker line
+`<!-- generated: NAME -->`, replaced at build time by the block `GENERATED[NAME]()` returns.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from mkdocs.structure.files import File
+
+ROOT = Path(__file__).resolve().parent.parent
+BOARD = ROOT / "leaderboards"
+MARKER = re.compile(r"^<!-- generated: ([a-z0-9-]+) -->$", re.M)
+
+
+def _board_files() -> list[Path]:
+    pages = sorted(BOARD.glob("*.md")) + sorted(BOARD.glob("collections/*.md"))
+    images = sorted(BOARD.glob("*.png")) + sorted(BOARD.glob("collections/*.png"))
+    return pages + images
+
+
+def on_files(files, config):
+    for path in _board_files():
+        uri = path.relative_to(ROOT).as_posix()
+        files.append(File.generated(config, uri, abs_src_path=str(path)))
+    return files
+
+
+def _import_harness() -> None:
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+
+
+def _manifests():
+    """The built-in collections' committed split manifests, sorted by collection and seed."""
+    from harness.evaluation.splits import read_manifest
+
+    record = next(p for p in (ROOT / "harness" / "record" / "splits", ROOT / "splits") if p.is_dir())
+    return [read_manifest(p) for p in sorted(record.glob("*/seed-*.json"))]
+
+
+def split_counts() -> str:
+    from harness.evaluation.splits import counts_table
+
+    return counts_table(_manifests())
+
+
+def seed_overlap() -> str:
+    """Per collection: how many distinct documents and authors the pooled seeds' queries are."""
+    from collections import defaultdict
+
+    from tabulate import tabulate
+
+    pooled: dict[str, list] = defaultdict(list)
+    for split in _manifests():
+        pooled[split.collection].append(split)
+    rows = []
+    for name, splits in sorted(pooled.items()):
+        queries = [q for s in splits for q in s.queries]
+        authors = {a for q in queries for a in q.authorIDs}
+        rows.append([name, " ".join(str(s.seed) for s in splits), splits[0].builder.get("author_fraction", "—"),
+                     len(queries), len({q.documentID for q in queries}), len(authors)])
+    headers = ["collection", "seeds", "author fraction", "queries, pooled", "distinct query documents",
+               "distinct query authors"]
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def _registry():
+    from harness.plugins import load_registry, plugin_manager
+
+    return load_registry(plugin_manager(entrypoints=False))
+
+
+def systems_table() -> str:
+    from tabulate import tabulate
+
+    rows = [[f"`{s.name}`", ", ".join(s.capabilities), "yes" if s.trainer else "no", s.description]
+            for s in sorted(_registry().systems.values(), key=lambda s: s.name)]
+    return tabulate(rows, headers=["system", "can", "trainable", "what"], tablefmt="github", disable_numparse=True)
+
+
+def collections_table() -> str:
+    from tabulate import tabulate
+
+    rows = [[f"`{c.name}`", c.description] for c in sorted(_registry().collections.values(), key=lambda c: c.name)]
+    return tabulate(rows, headers=["collection", "what"], tablefmt="github", disable_numparse=True)
+
+
+def recipe_defaults() -> str:
+    """Each built-in system's --set keys with their defaults, read from its config dataclass."""
+    from tabulate import tabulate
+
+    from harness.config import config_fields
+    from harness.specs import load_object
+
+    blocks = []
+    for spec in sorted(_registry().systems.values(), key=lambda s: s.name):
+        rows = [[f"`{f['key']}`", f"`{f['default']!r}`", f["help"].replace("|", "/")]
+                for f in config_fields(load_object(spec.config))]
+        table = tabulate(rows, headers=["--set key", "default", "help"], tablefmt="github", disable_numparse=True)
+        body = "\n".join("    " + line for line in table.splitlines())
+        blocks.append(f'??? note "`{spec.name}`: {len(rows)} keys"\n\n{body}\n')
+    return "\n".join(blocks)
+
+
+def _reported(columns, rows) -> str:
+    from tabulate import tabulate
+
+    return tabulate([list(r) for r in rows], headers=list(columns), tablefmt="github", floatfmt=".1f",
+                    disable_numparse=True)
+
+
+def reported_table1() -> str:
+    from harness.reports import reported
+
+    return _reported(reported.TABLE1_COLUMNS, reported.TABLE1)
+
+
+def reported_table2() -> str:
+    from harness.reports import reported
+
+    return _reported(reported.TABLE2_COLUMNS, reported.TABLE2)
+
+
+GENERATED = {
+    "split-counts": split_counts,
+    "seed-overlap": seed_overlap,
+    "systems": systems_table,
+    "collections": collections_table,
+    "recipe-defaults": recipe_defaults,
+    "reported-table1": reported_table1,
+    "reported-table2": reported_table2,
+}
+
+
+def on_page_markdown(markdown, page, config, files):
+    _import_harness()
+
+    def fill(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in GENERATED:
+            raise KeyError(f"{page.file.src_uri}: unknown generated block {name!r}")
+        return GENERATED[name]()
+
+    return MARKER.sub(fill, markdown)

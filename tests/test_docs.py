@@ -1,0 +1,115 @@
+"""The README and the documentation site: short, current, generated where they show figures."""
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+README = ROOT / "README.md"
+# Work-tracking talk belongs in the project's tracker, not in what a user reads.
+FORBIDDEN = [
+    (re.compile(r"\bissues?\s*#?\d+", re.I), "an issue number"),
+    (re.compile(r"\btickets?\b", re.I), "ticket talk"),
+    (re.compile(r"\bsessions?\b", re.I), "session talk"),
+    (re.compile(r"\.\./shared|/work/shared"), "the development folder"),
+]
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, DOCS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _user_docs() -> list[Path]:
+    return [README, *sorted(DOCS.rglob("*.md")), *sorted(DOCS.glob("*.py"))]
+
+
+def test_readme_and_docs_hold_no_issue_numbers_ticket_or_session_talk():
+    found = []
+    for path in _user_docs():
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            found += [f"{path.relative_to(ROOT)}:{n}: {what}: {line.strip()[:80]}"
+                      for pattern, what in FORBIDDEN if pattern.search(line)]
+    assert not found, "\n".join(found)
+
+
+def test_the_forbidden_patterns_catch_what_they_name():
+    for text in ("see issue 13", "Issue #4", "this session's device time", "a ticket", "../shared/corpora"):
+        assert any(p.search(text) for p, _ in FORBIDDEN), text
+    for text in ("issues are welcome", "the tissue", "sessional"):
+        assert not any(p.search(text) for p, _ in FORBIDDEN), text
+
+
+def test_readme_is_a_front_door_of_at_most_250_lines():
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines"
+    first_screen = "\n".join(lines[:40])
+    assert "## Results" in first_screen and "<!-- results:start -->" in first_screen
+
+
+def test_cli_reference_and_readme_commands_are_current():
+    assert _load("gen_cli_reference").main(["--check"]) == 0, "run python docs/gen_cli_reference.py"
+
+
+def test_cli_reference_lists_every_verb():
+    from harness.cli import build_parser
+
+    reference = (DOCS / "cli.md").read_text(encoding="utf-8")
+    verbs = _load("gen_cli_reference")._summaries(build_parser())
+    assert verbs
+    for verb in verbs:
+        assert f"\n## {verb}\n" in reference and f"usage: aa-harness {verb}" in reference
+
+
+@pytest.mark.slow
+def test_readme_results_block_is_current():
+    assert _load("gen_readme_results").main(["--check"]) == 0, "run python docs/gen_readme_results.py"
+
+
+def test_readme_results_rows_name_the_full_backbone_id():
+    block = README.read_text(encoding="utf-8").split("<!-- results:start -->")[1].split("<!-- results:end -->")[0]
+    neural = [row for row in block.splitlines()[3:] if "bm25" not in row and "char-ngram" not in row]
+    assert neural
+    for row in neural:
+        assert re.search(r"`[\w.-]+/[\w.-]+`", row), f"no hub id in {row!r}"
+
+
+def test_every_generated_block_a_page_names_exists_and_renders():
+    hooks = _load("hooks")
+    named = {m for page in DOCS.rglob("*.md") for m in hooks.MARKER.findall(page.read_text(encoding="utf-8"))}
+    assert named and named <= set(hooks.GENERATED), named - set(hooks.GENERATED)
+    for name in ("split-counts", "seed-overlap", "reported-table1"):
+        table = hooks.GENERATED[name]()
+        assert table.count("\n") >= 3 and table.startswith("|"), name
+
+
+def test_every_page_of_the_docs_folder_is_in_the_site_nav():
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    for page in sorted(DOCS.glob("*.md")):
+        assert f": {page.name}\n" in nav, f"docs/{page.name} is not in mkdocs.yml's nav"
+
+
+def test_every_test_the_guarantees_section_names_exists():
+    schema = (DOCS / "schema.md").read_text(encoding="utf-8")
+    section = schema.split("## What the harness guarantees", 1)[1]
+    named = re.findall(r"`(test_\w+\.py)(?:::(test_\w+))?`", section)
+    assert len(named) >= 15
+    for file, name in named:
+        source = (ROOT / "tests" / file).read_text(encoding="utf-8")
+        assert not name or f"def {name}(" in source, f"docs/schema.md names {file}::{name}, which does not exist"
+
+
+def test_ci_builds_the_site_strictly_and_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "mkdocs build --strict" in ci
+    readme = README.read_text(encoding="utf-8")
+    command = re.search(r"^python3 -m venv .*&& python -m pytest$", readme, re.M)
+    assert command, "README.md has no one-line test command"
+    install = command.group(0).split(" && python -m pytest")[0]
+    assert install in ci, "CI does not set up as the README's test command does"
