@@ -35,12 +35,18 @@ def _import_harness() -> None:
         sys.path.insert(0, str(ROOT))
 
 
-def _verified(collection: str, run: str) -> list[dict]:
+def record_dir() -> Path:
+    """The built-in collections' committed split manifests."""
+    return next(p for p in (ROOT / "harness" / "record" / "splits", ROOT / "splits") if p.is_dir())
+
+
+def verified_run(collection: str, run: str) -> list[dict]:
     """The run's results, each verified against its rankings and the committed manifest; [] if none."""
     from harness.evaluation.splits import manifest_path, read_manifest
     from harness.runs.results import check_run_consistent, read_result, verify_result
 
-    record = next(p for p in (ROOT / "harness" / "record" / "splits", ROOT / "splits") if p.is_dir())
+    _import_harness()
+    record = record_dir()
     items = []
     for path in sorted((RUNS / collection / run).glob("seed-*.json")):
         res = read_result(path)
@@ -74,7 +80,7 @@ def render() -> str:
     for run in ROWS:
         cells, label = [], None
         for collection in COLLECTIONS:
-            results = _verified(collection, run)
+            results = verified_run(collection, run)
             if not results:
                 cells.append("not run")
                 continue

@@ -36,12 +36,25 @@ def _import_harness() -> None:
         sys.path.insert(0, str(ROOT))
 
 
+def _sibling(name: str):
+    """A generator script beside this file (docs/ is not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"aa_docs_{name}", Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _record_dir() -> Path:
+    return _sibling("gen_readme_results").record_dir()
+
+
 def _manifests():
     """The built-in collections' committed split manifests, sorted by collection and seed."""
     from harness.evaluation.splits import read_manifest
 
-    record = next(p for p in (ROOT / "harness" / "record" / "splits", ROOT / "splits") if p.is_dir())
-    return [read_manifest(p) for p in sorted(record.glob("*/seed-*.json"))]
+    return [read_manifest(p) for p in sorted(_record_dir().glob("*/seed-*.json"))]
 
 
 def split_counts() -> str:
@@ -68,6 +81,26 @@ def seed_overlap() -> str:
     headers = ["collection", "seeds", "author fraction", "queries, pooled", "distinct query documents",
                "distinct query authors"]
     return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def unit_example() -> str:
+    """char-ngram vs bm25 on reddit-xsub, clustered by author across seeds and, for contrast, by (seed, author)."""
+    from tabulate import tabulate
+
+    from harness.evaluation.significance import compare_ranks
+    from harness.reports.significance import _paired_keys
+
+    readme = _sibling("gen_readme_results")
+    a, b = (readme.verified_run("reddit-xsub", run) for run in ("char-ngram", "bm25"))
+    ra, rb, clusters = _paired_keys(a, b, _record_dir())
+    rows = []
+    for unit, cl in (("query author across all seeds", clusters),
+                     ("(seed, query author)", {k: (k[0], c) for k, c in clusters.items()})):
+        r = compare_ranks(ra, rb, cl)["success@8"]
+        rows.append([unit, r.n_clusters, f"{100 * r.diff:+.1f}", f"[{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}]",
+                     f"{r.p_value:.3f}"])
+    return tabulate(rows, headers=["cluster", "clusters", "Success@8 difference", "95% interval", "p"],
+                    tablefmt="github", disable_numparse=True)
 
 
 def _registry():
@@ -130,6 +163,7 @@ def reported_table2() -> str:
 GENERATED = {
     "split-counts": split_counts,
     "seed-overlap": seed_overlap,
+    "unit-example": unit_example,
     "systems": systems_table,
     "collections": collections_table,
     "recipe-defaults": recipe_defaults,
