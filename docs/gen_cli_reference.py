@@ -34,6 +34,8 @@ def _summaries(parser: argparse.ArgumentParser) -> dict[str, str]:
 
 def _parser() -> argparse.ArgumentParser:
     os.environ["COLUMNS"] = WIDTH
+    # The built-in verbs only: an installed plugin's verbs (e.g. aa-harness-bench's `bench`) are its own docs.
+    os.environ["AA_HARNESS_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from harness.cli import build_parser
