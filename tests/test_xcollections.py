@@ -135,6 +135,26 @@ def test_dissimilarity_rule_drops_queries_with_a_close_needle(tmp_path):
         get_split(c, 0, tmp_path / "splits", dissimilarity=DissimilarityRule(threshold=0.2))
 
 
+def test_a_view_without_the_rule_records_each_querys_needle_cosine(tmp_path):
+    recs = themed_records()
+    for r in recs:
+        if r["authorIDs"] == ["fg0"]:
+            r["fullText"] += " zebulon quixotic marmalade " * 20
+    path = write_jsonl(tmp_path / "pool.jsonl", recs)
+    measure = {k: v for k, v in DissimilarityRule().as_dict().items() if k != "threshold"}
+    ruled_c = role_collection("x", path, topics=SMALL, split_defaults={"author_fraction": 1.0,
+                                                                        "dissimilarity": {"threshold": 0.3}})
+    all_c = role_collection("x-all", path, topics=SMALL, split_defaults={"author_fraction": 1.0,
+                                                                          "needle_cosine": measure})
+    ruled, every = build_split(ruled_c, 0), build_split(all_c, 0)
+    cosine = every.builder["needle_cosine"]["by_query"]
+    assert set(cosine) == {q.documentID for q in every.queries} and "threshold" not in every.builder["needle_cosine"]
+    # the rule's view is exactly the queries of the full view below the threshold, on the same pool
+    assert {q.documentID for q in ruled.queries} == {q for q, v in cosine.items() if v < 0.3}
+    assert ruled.candidates == every.candidates
+    assert max(v for q, v in cosine.items() if q.startswith("fg0-")) >= 0.3
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["reddit-xsub", "blogs-xtopic"])
 def test_committed_manifests_are_reproduced(corpora, name):

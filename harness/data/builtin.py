@@ -31,6 +31,18 @@ SPLIT_DEFAULTS: dict[str, dict] = {
     "reddit-xsub": {"author_fraction": 1.0, "pool": "paper", "dissimilarity": {"threshold": 0.075}},
     "blogs-xtopic": {"author_fraction": 1.0, "pool": "paper", "dissimilarity": {"threshold": 0.05}},
 }
+# The "-all" view of a collection with a dissimilarity rule: the same data, seeds, author
+# fraction and pool with no rule; its manifests record each query's largest needle cosine
+# under the rule's measure, so what the rule removes can be measured.
+RULE_VIEWS = ("reddit-xsub", "blogs-xtopic")
+ALL_VIEW = "-all"
+
+
+def all_view_defaults(name: str) -> dict:
+    d = dict(SPLIT_DEFAULTS[name])
+    rule = d.pop("dissimilarity")
+    d["needle_cosine"] = {k: v for k, v in rule.items() if k != "threshold"}
+    return d
 # blogs-xtopic's topic labels (harness.data.topic_labels); the committed labels file is read
 # when it matches the corpus and these settings, so every machine splits on the same labels.
 BLOGS_TOPICS = dict(k=20)
@@ -44,11 +56,18 @@ def pan_collection(name: str, data_dir=None):
     return replace(collection, split_defaults=SPLIT_DEFAULTS.get(name, {}))
 
 
-def reddit_xsub_collection(data_dir=None):
+def reddit_xsub_collection(data_dir=None, view: str = ""):
     from harness.data.role_collections import role_collection
 
     path = corpus_file(corpora_dir(data_dir), "reddit-xsub.jsonl.gz")
-    return role_collection("reddit-xsub", path, split_defaults=SPLIT_DEFAULTS["reddit-xsub"])
+    defaults = all_view_defaults("reddit-xsub") if view == ALL_VIEW else SPLIT_DEFAULTS["reddit-xsub"]
+    return role_collection("reddit-xsub" + view, path, split_defaults=defaults)
+
+
+def all_view_collection(name: str, data_dir=None):
+    """`<name>-all`: the collection with every cross-genre query (see RULE_VIEWS)."""
+    loaders = {"reddit-xsub": reddit_xsub_collection, "blogs-xtopic": blogs_xtopic_collection}
+    return loaders[name](data_dir, view=ALL_VIEW)
 
 
 def topic_labels_path(name: str) -> Path:
@@ -57,13 +76,14 @@ def topic_labels_path(name: str) -> Path:
     return PROJECT_ROOT / "splits" / name / "topic-labels.json"
 
 
-def blogs_xtopic_collection(data_dir=None):
+def blogs_xtopic_collection(data_dir=None, view: str = ""):
     from harness.data.role_collections import role_collection
     from harness.data.topic_labels import TopicSettings
 
     path = corpus_file(corpora_dir(data_dir), "blogs-xtopic.jsonl.gz")
-    return role_collection("blogs-xtopic", path, topics=TopicSettings(**BLOGS_TOPICS),
-                           labels_path=topic_labels_path("blogs-xtopic"), split_defaults=SPLIT_DEFAULTS["blogs-xtopic"])
+    defaults = all_view_defaults("blogs-xtopic") if view == ALL_VIEW else SPLIT_DEFAULTS["blogs-xtopic"]
+    return role_collection("blogs-xtopic" + view, path, topics=TopicSettings(**BLOGS_TOPICS),
+                           labels_path=topic_labels_path("blogs-xtopic"), split_defaults=defaults)
 
 
 def demo_location(data_dir=None) -> str:
@@ -128,6 +148,11 @@ def register_collections(register):
     register(CollectionSpec("blogs-xtopic", "harness.data.builtin:blogs_xtopic_collection",
                             "cross-topic blogs: topic labels derived from the text (TF-IDF, LSA, k-means), "
                             "needles lexically far from their query", "public corpora folder", locate="harness.data.builtin:pan_location"))
+    for name in RULE_VIEWS:
+        register(CollectionSpec(name + ALL_VIEW, "harness.data.builtin:all_view_collection",
+                                f"{name} with every cross-genre query: the same data, seeds, author fraction and pool, "
+                                "no dissimilarity rule (each query's largest needle cosine recorded)",
+                                "public corpora folder", args=(name,), locate="harness.data.builtin:pan_location"))
     for name in ("hrs1", "hrs2"):
         register(CollectionSpec(name, "harness.data.builtin:hrs_collection",
                                 f"HIATUS {name.upper()} foreground/background collection (restricted)",

@@ -25,7 +25,9 @@ every background document, nothing else; HRS-style collections default to it.
 
 A collection may also set a query-needle dissimilarity rule (harness.evaluation.dissimilarity):
 queries whose nearest needle is lexically too close are dropped after step 3, and the manifest
-records the rule and what it removed. Settings not given by the caller come from the
+records the rule and what it removed. A collection without a rule may instead ask for each query's
+largest query-needle cosine to be recorded (split default `needle_cosine`: the rule's measure, no
+threshold), so a view of all queries can be cut into strata afterwards. Settings not given by the caller come from the
 collection's `split_defaults`, else the defaults below. A manifest built with the legacy
 settings (pool "all", no rule, no collection defaults) keeps the original builder record, so
 older manifests stay byte-identical.
@@ -216,6 +218,8 @@ def build_split(collection: Collection, seed: int, author_fraction: float | None
         }
         query_ids = set(kept)
         needles = {q: needles[q] for q in kept}
+    elif collection.split_defaults.get("needle_cosine") is not None:
+        builder["needle_cosine"] = record_needle_cosine(collection, needles, collection.split_defaults["needle_cosine"])
     queries = tuple(Query(q, docs[q].authorIDs, query_genre[q]) for q in sorted(query_ids))
     split = Split(
         collection=collection.name,
@@ -228,6 +232,17 @@ def build_split(collection: Collection, seed: int, author_fraction: float | None
     )
     check_split(split, collection)
     return split
+
+
+def record_needle_cosine(collection: Collection, needles: Mapping[str, Sequence[str]],
+                         measure: Mapping[str, Any]) -> dict[str, Any]:
+    """The rule's measure without its threshold, and each query's largest query-needle cosine under it:
+    a view with no rule keeps every query and records what the rule would have seen."""
+    from harness.evaluation.dissimilarity import DissimilarityRule, max_needle_cosine
+
+    rule = DissimilarityRule.from_dict(measure)
+    settings = {k: v for k, v in rule.as_dict().items() if k != "threshold"}
+    return {**settings, "by_query": max_needle_cosine(collection, needles, rule)}
 
 
 def check_split(split: Split, collection: Collection | None = None) -> None:
