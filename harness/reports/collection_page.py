@@ -93,8 +93,8 @@ def collection_page(collection: str, runs: dict, names: list[str], splits_dir: P
         notes.append(sbert_closeness(runs[(collection, "sbert")]))
     return (f"{header}# {collection}: runs and paired significance\n\n"
             "Mean ± sd over seeds, in percent; `S@8 pooled` is over all queries of all seeds. Differences: Success@8 "
-            "points, this row minus the other, with the cluster-bootstrap 95% interval and the paired randomization "
-            f"p-value ({TEST_NAME}; queries paired by seed and id, one cluster per query author across all seeds, "
-            "10,000 resamples). Marks: "
+            "points, this row minus the other, with the cluster-bootstrap 95% interval and the p-value of the "
+            f"{TEST_NAME}: queries paired by seed and id, one cluster per query author across all seeds, "
+            "10,000 resamples. Marks: "
             f"`*` differs from the best row, `†` from {BASELINE} (p < {ALPHA}).\n\n{table}\n\n"
             + "".join(f"{n}\n\n" for n in notes))
