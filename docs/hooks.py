@@ -103,6 +103,44 @@ def unit_example() -> str:
                     tablefmt="github", disable_numparse=True)
 
 
+RETRIEVER = "sadiri-v2-qwen2.5-1.5b-cosine-b16-lr1e-4"
+RERANKER = RETRIEVER + "+reranker-{}-b4-all-authors"
+# The paper's orderings, each as one paired comparison of two committed runs (A − B).
+CLAIMS = (
+    ("trained SADIRI-v2 retriever > character n-grams", RETRIEVER, "char-ngram"),
+    ("SADIRI-v2 ≥ SADIRI", RETRIEVER, "sadiri-mpnet"),
+    ("SADIRI ≥ LUAR", "sadiri-mpnet", "luar-mpnet"),
+    ("bigger backbone ≥ smaller (1.5B − 0.5B)", RETRIEVER, "sadiri-v2-qwen2.5-0.5b-cosine-b16-lr1e-4"),
+    ("reranker, all three pools > retriever", RERANKER.format("q+p+r"), RETRIEVER),
+    ("retriever > reranker, n(d_q) only", RETRIEVER, RERANKER.format("q")),
+    ("all three pools > n(r) + n(d_q)", RERANKER.format("q+p+r"), RERANKER.format("q+r")),
+    ("all three pools > n(r) + n(d_q+)", RERANKER.format("q+p+r"), RERANKER.format("p+r")),
+)
+CLAIM_COLLECTIONS = ("reddit-xsub", "blogs-xtopic", "pan19-en")
+
+
+def paper_claims() -> str:
+    """Each claim's Success@8 difference in points with its author-cluster interval and p, per collection."""
+    from tabulate import tabulate
+
+    from harness.reports.significance import compare_results
+
+    readme = _sibling("gen_readme_results")
+    rows = []
+    for claim, a_name, b_name in CLAIMS:
+        row = [claim, f"`{a_name}` − `{b_name}`"]
+        for collection in CLAIM_COLLECTIONS:
+            a, b = readme.verified_run(collection, a_name), readme.verified_run(collection, b_name)
+            if not a or not b:
+                row.append("not run")
+                continue
+            r = compare_results(list(a), list(b), _record_dir())["success@8"]
+            row.append(f"{100 * r.diff:+.1f} [{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}], p = {r.p_value:.3g}"
+                       f" ({r.n_clusters} authors)")
+        rows.append(row)
+    return tabulate(rows, headers=["claim", "A − B", *CLAIM_COLLECTIONS], tablefmt="github", disable_numparse=True)
+
+
 def _registry():
     from harness.plugins import load_registry, plugin_manager
 
@@ -164,6 +202,7 @@ GENERATED = {
     "split-counts": split_counts,
     "seed-overlap": seed_overlap,
     "unit-example": unit_example,
+    "paper-claims": paper_claims,
     "systems": systems_table,
     "collections": collections_table,
     "recipe-defaults": recipe_defaults,
