@@ -40,6 +40,7 @@ def test_sadiri_training_lowers_loss_and_round_trips(tiny_bert_dir, tmp_path, is
     log = json.loads((tmp_path / "run" / "train_log.json").read_text())
     curve = losses(log)
     assert len(curve) == 8 and curve[-1] < curve[0] * 0.8, curve
+    assert log["unit"] == "authors" and log["examples"] == len({d.authorIDs[0] for d in docs})
     trained = SADIRISystem(_sadiri_config(tiny_bert_dir, model=str(out)))
     again = SADIRISystem(_sadiri_config(tiny_bert_dir, model=str(out), cache=False))
     untrained = SADIRISystem(_sadiri_config(tiny_bert_dir))

@@ -135,6 +135,7 @@ def test_reranker_training_lowers_loss_and_round_trips(tiny_qwen3_dir, tmp_path,
             per_epoch.setdefault(e["epoch"], []).append(e["loss"])
     first, last = np.mean(per_epoch[0]), np.mean(per_epoch[max(per_epoch)])
     assert last < first, per_epoch
+    assert log["unit"] == "queries" and log["examples"] > 0 and "authors" not in log  # what the reranker counts
     assert json.loads((out / "aa_model.json").read_text())["strategy"] == "r"
     a = RerankerSystem(_config(tiny_qwen3_dir, model=str(out)))
     b = RerankerSystem(_config(tiny_qwen3_dir, model=str(out)))

@@ -127,13 +127,11 @@ def _figures(timing: dict, flops: dict, tokens: int, items: int, unit: str, peak
     return out
 
 
-def peak_bf16_tflops(device) -> float | None:
-    """Dense bf16 peak of the card, for the share-of-peak figure (H100/H200 SXM: ~989; the issue quotes ~790
-    as the achievable figure on an H200, which is what `share_of_peak` divides by)."""
-    if device.type != "cuda":
-        return None
-    name = torch.cuda.get_device_name(device)
-    return 790.0 if ("H200" in name or "H100" in name) else None
+def dense_peak_tflops(device) -> float | None:
+    """The card's dense bf16 peak (harness.hardware), which `share_of_peak` divides by; None off CUDA."""
+    from harness.hardware import dense_bf16_peak_tflops
+
+    return dense_bf16_peak_tflops(torch.cuda.get_device_name(device)) if device.type == "cuda" else None
 
 
 def projection(kind: str, per_s: float, gpus: Sequence[int] = (1, 4, 8), *, doc_tokens: int | None = None,
@@ -338,7 +336,7 @@ def bench_train_retriever(build: Callable[[], torch.nn.Module], rows: Sequence[S
                          lambda params: torch.optim.Adam(params, lr=1e-5, fused=device.type == "cuda"))
 
     naive_t, fast_t, check = one_at_a_time(build, naive, harness, device, warmup=warmup, steps=steps, log=log)
-    peak = peak_bf16_tflops(device)
+    peak = dense_peak_tflops(device)
 
     def figures(recompute):
         return _figures_of(shapes, seqs, recompute, tokens, batch, "documents", peak)
@@ -401,7 +399,7 @@ def bench_train_reranker(build: Callable[[], torch.nn.Module], groups, device, *
     pairs = int(np.mean([len(c) for _, c in groups]))
     concat_seqs = [[(len(p) + len(c), 0) for c in cs] for p, cs in groups]
     shared_seqs = [[(len(p), 0)] + [(len(c), len(p)) for c in cs] for p, cs in groups]
-    peak = peak_bf16_tflops(device)
+    peak = dense_peak_tflops(device)
     concat_tokens = int(np.mean([sum(n for n, _ in s) for s in concat_seqs]))
     shared_tokens = int(np.mean([sum(n for n, _ in s) for s in shared_seqs]))
 

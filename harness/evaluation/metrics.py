@@ -106,3 +106,10 @@ def mean_sd(values: Sequence[float]) -> tuple[float, float]:
     """Mean and sample standard deviation (ddof=1) over seeds; sd is NaN for a single seed."""
     a = np.asarray(values, dtype=float)
     return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else float("nan")
+
+
+def metrics_line(metrics: dict) -> str:
+    """The headline metrics as the CLI prints them: percent with one decimal, like the leaderboard pages
+    (MRR@20 too is shown ×100)."""
+    return "  ".join(f"{name} {100 * metrics[key]:.1f}%" for key, name in
+                     (("success@8", "S@8"), ("success@100", "S@100"), ("mrr@20", "MRR@20")))

@@ -270,7 +270,8 @@ def train_loop(model: TextEncoder, task: TrainingTask, recipe, out_dir: Path, *,
             save_checkpoint(ckpt, model, optimizer, progress)
         if stop:
             break
-    summary = {**dict(record or {}), "device": device_label(device), "world_size": size, "authors": task.size(),
+    summary = {**dict(record or {}), "device": device_label(device), "world_size": size,
+               "examples": task.size(), "unit": task.unit,  # authors (bi-encoders) or queries (the reranker)
                "trainable_parameters": n_trainable, "steps": progress["steps_done"], "log": progress["log"]}
     if D.is_main():
         save(model, out_dir / "model")

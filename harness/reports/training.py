@@ -34,6 +34,14 @@ def log_marks(logs: dict[str, dict], fixes: list) -> dict[str, list]:
     return out
 
 
+def examples(log: dict) -> str:
+    """How many training examples and of what: "3733 authors", "1976 queries". Logs written before the
+    unit was recorded counted the reranker's queries under "authors"."""
+    if "examples" in log:
+        return f"{log['examples']} {log['unit']}"
+    return f"{log['authors']} {'queries' if 'strategy' in log else 'authors'}"
+
+
 def training_table(logs: dict[str, dict], marks: dict[str, list] | None = None) -> str:
     """marks: run name -> fixes (harness.reports.fixes) its code predates, shown after the name."""
     from tabulate import tabulate
@@ -63,11 +71,11 @@ def training_table(logs: dict[str, dict], marks: dict[str, list] | None = None) 
             if r.get("projection_init") not in (None, "default"):
                 recipe += f", {r['projection_init']} projection init"
         rates = [e["docs_per_second"] for e in epochs if "docs_per_second" in e]
-        rows.append([label(name, (marks or {}).get(name, [])), system, backbone, recipe, log["device"], log["world_size"], log["authors"], log["steps"],
+        rows.append([label(name, (marks or {}).get(name, [])), system, backbone, recipe, log["device"], log["world_size"], examples(log), log["steps"],
                      f"{sum(e['epoch_seconds'] for e in epochs):.1f}",
                      f"{sum(rates) / len(rates):.0f}" if rates else "",
                      f"{losses[0]:.2f}" if losses else "", f"{losses[-1]:.2f}" if losses else ""])
-    return tabulate(rows, headers=["run", "system", "backbone", "recipe", "device", "GPUs", "authors (queries)", "steps",
+    return tabulate(rows, headers=["run", "system", "backbone", "recipe", "device", "GPUs", "trained on", "steps",
                                    "train seconds", "docs/s (mean over epochs)", "first loss", "last loss"],
                     tablefmt="github", disable_numparse=True)
 

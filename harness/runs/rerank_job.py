@@ -14,6 +14,7 @@ from typing import Sequence
 
 from harness.config import build_config, config_dict
 from harness.errors import HarnessError
+from harness.evaluation.metrics import metrics_line
 from harness.evaluation.splits import SEEDS, get_splits
 from harness.plugins import Registry
 from harness.runs.models import addressed_config
@@ -124,7 +125,7 @@ def rerank_job(registry: Registry, job: RerankJob, log=print) -> list[RunOutcome
                          rankings=rankings, wall=wall, runs_dir=job.runs_dir, run_name=name, depth=job.depth, extra=extra,
                          plugin=spec.origin())
         m = out.metrics
-        log(f"{name} on {collection.name} seed {seed}: S@8 {m['success@8']:.3f}  S@100 {m['success@100']:.3f}  "
-            f"MRR@20 {m['mrr@20']:.3f} (first stage S@8 {fs['metrics']['success@8']:.3f})  -> {out.path}")
+        log(f"{name} on {collection.name} seed {seed}: {metrics_line(m)} (first stage S@8 "
+            f"{100 * fs['metrics']['success@8']:.1f}%)  -> {out.path}")
         outcomes.append(out)
     return outcomes

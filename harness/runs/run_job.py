@@ -9,6 +9,7 @@ from typing import Sequence
 from harness.config import build_config, config_dict
 from harness.data.collection import Collection, load_collection
 from harness.errors import HarnessError
+from harness.evaluation.metrics import metrics_line
 from harness.evaluation.splits import SEEDS, get_splits
 from harness.plugins import Registry
 from harness.provenance import PROJECT_ROOT
@@ -180,7 +181,6 @@ def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
                                 plugin=spec.origin())
             m = out.metrics
             took = ", ".join(f"{k} {v:.1f} s" for k, v in out.phases.items())
-            log(f"{name} on {collection.name} seed {split.seed}: S@8 {m['success@8']:.3f}  S@100 {m['success@100']:.3f}  "
-                f"MRR@20 {m['mrr@20']:.3f}  -> {out.path}" + (f"  ({took})" if took else ""))
+            log(f"{name} on {collection.name} seed {split.seed}: {metrics_line(m)}  -> {out.path}" + (f"  ({took})" if took else ""))
             outcomes.append(out)
     return outcomes
