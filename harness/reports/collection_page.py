@@ -40,7 +40,8 @@ def sbert_closeness(res: list[dict]) -> str:
     nearest_haystack = 1 - _weighted([r["success_curve"][0] for r in res], res)
     ranks = [math.inf if v is None else v for r in res for v in r["first_needle_rank"].values()]
     med = float(np.median(ranks))
-    return (f"Haystack closeness under all-mpnet-base-v2 (from the `sbert` run): for {100 * nearest_haystack:.1f}% of "
+    return (f"Haystack closeness under sentence-transformers/all-mpnet-base-v2 (from the `sbert` run): for "
+            f"{100 * nearest_haystack:.1f}% of "
             f"the queries the nearest candidate is a haystack document; the median rank of the first needle is "
             f"{'beyond 100' if math.isinf(med) else f'{med:.0f}'}.")
 

@@ -206,7 +206,17 @@ def main_page(board: Board) -> str:
             f"{link_text}\n\n"
             f"{main_table(runs, marks) if runs else '(no runs yet)'}\n"
             f"{footnotes(f for m in marks.values() for f in m)}\n## Runs\n\n{provenance_table(runs) if runs else ''}\n\n"
-            f"## Success@k, k = 1…100\n\n{plot_lines}\n")
+            f"## Success@k, k = 1…100\n\n{plot_lines}\n{identity_section(board, board.order)}")
+
+
+def identity_section(board: Board, names: list[str]) -> str:
+    """The pages' closing "What each run is" table (harness.reports.run_identity)."""
+    from harness.reports.run_identity import identity_table, load_before_decontamination
+
+    if not names:
+        return ""
+    before = load_before_decontamination(board.runs_dir)
+    return f"\n## What each run is\n\n{identity_table(board.runs, names, before)}"
 
 
 def genre_page(board: Board) -> str:
@@ -238,11 +248,20 @@ def rerank_page(board: Board) -> str:
     notes = "".join(plugins.notes[s] + " " for s in rerankers if s in plugins.notes)
     rerank_marks = {n: m for n, m in board.marks.items()
                     if any(r[0]["config"].get("first_stage") == n for r in runs.values())}
+    from harness.reports.run_identity import reranker_backbones
+
+    shown = [n for n in board.order if runs_named(runs, n, rerank=True)]
     return (f"{board.head}# Reranking (the layout of the paper's Table 2)\n\nEach reranker rescored "
             "the first stage's saved top 100 per query. Success@100 is the first stage's by construction "
-            f"(the same 100 candidates, reordered); it is shown, not re-estimated. {notes}Mean ± sd over "
-            f"seeds, in percent.\n\n{rerank_tables(runs, plugins.describe_run, rerank_marks)}"
-            f"{footnotes(f for m in rerank_marks.values() for f in m)}")
+            f"(the same 100 candidates, reordered); it is shown, not re-estimated. {reranker_backbones(runs)}"
+            f"{notes}Mean ± sd over seeds, in percent.\n\n{rerank_tables(runs, plugins.describe_run, rerank_marks)}"
+            f"{footnotes(f for m in rerank_marks.values() for f in m)}{identity_section(board, shown)}")
+
+
+def runs_named(runs, name: str, *, rerank: bool) -> bool:
+    """Whether `name` is a reranker run or the first stage of one (rerank=True)."""
+    firsts = {res[0]["config"].get("first_stage") for res in runs.values()}
+    return any(n == name and (res[0]["config"].get("first_stage") or n in firsts) for (_, n), res in runs.items())
 
 
 def performance_page(board: Board) -> str:

@@ -205,4 +205,4 @@ def describe_run(config: dict) -> str:
 
 
 REPORT_NOTE = ("Negatives the reranker was trained on: n(d_q) nearest the query, n(d_q+) nearest the positive, n(r) "
-               "random (all-mpnet-base-v2 cosine); m = 12 split evenly over the chosen kinds.")
+               "random (sentence-transformers/all-mpnet-base-v2 cosine); m = 12 split evenly over the chosen kinds.")

@@ -1,0 +1,276 @@
+"""What each run is: its backbone by full id with its quantization, its size, whether it was trained
+here and on what, and how its recipe differs from the paper's.
+
+Everything comes from the run's recorded config and model card, except two facts no result
+records, kept here with their source:
+- BACKBONES: parameter counts (the models' own cards) and the quantization of the GGUF files
+  the runs loaded (the GGUF headers of the files whose fingerprints the runs recorded; a GGUF
+  backbone is dequantized on load to the run's compute dtype and LoRA trains on top, QLoRA-style);
+- training data made before the corpora's decontamination: the sha256 prefixes listed in
+  `<runs>/../training/decontamination.json`, read by `load_before_decontamination`.
+
+`differs_from_paper(result)` is the generated "differs from the paper" cell; the HTML site uses
+the same function.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.reports.reported import PAPER_RECIPES
+
+
+@dataclass(frozen=True)
+class Backbone:
+    parameters: float  # in billions
+    quantization: str = ""  # "" for dense weights
+
+
+BACKBONES: dict[str, Backbone] = {
+    "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF": Backbone(1.54, "Q4_K_M GGUF"),
+    "Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF": Backbone(
+        0.49, "4-bit GGUF, mixed Q4_K/Q5_0/Q6_K/Q8_0 blocks"
+    ),
+    "HuggingFaceTB/SmolLM2-135M-Instruct": Backbone(0.135, "Q4_1 GGUF"),
+    "sentence-transformers/all-mpnet-base-v2": Backbone(0.109),
+    "sentence-transformers/all-MiniLM-L6-v2": Backbone(0.0227),
+}
+NO_MODEL = {"bm25", "char-ngram"}
+# A system's default backbone, for results that record none (sbert records its model as `model`).
+DEFAULT_BACKBONE = {"sbert": "sentence-transformers/all-mpnet-base-v2"}
+
+
+def backbone_id(res: dict) -> str:
+    cfg = res.get("config", {})
+    return str(
+        cfg.get("backbone")
+        or res.get("extra", {}).get("backbone")
+        or cfg.get("model_name")
+        or DEFAULT_BACKBONE.get(res.get("system", ""), "")
+    )
+
+
+def backbone_label(res: dict) -> str:
+    """The backbone's full id with its quantization, e.g. `Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF (Q4_K_M GGUF,
+    dequantized to bf16)`; "—" for a system without a model."""
+    if res.get("system") in NO_MODEL:
+        return "—"
+    ident = backbone_id(res)
+    info = BACKBONES.get(ident)
+    if not ident:
+        return "not recorded"
+    if info is None or not info.quantization:
+        return ident
+    dtype = "bf16" if res.get("config", {}).get("bf16", True) else "float32"
+    return f"{ident} ({info.quantization}, dequantized to {dtype})"
+
+
+def _size(billions: float) -> str:
+    return (
+        f"{billions:.2f}B"
+        if billions >= 1
+        else f"{1000 * billions:.0f}M"
+        if billions < 0.2
+        else f"{billions:.2f}B"
+    )
+
+
+def parameters(res: dict) -> str:
+    info = BACKBONES.get(backbone_id(res))
+    return _size(info.parameters) if info else "—"
+
+
+def model_card(res: dict) -> dict:
+    return res.get("extra", {}).get("model_card") or {}
+
+
+def trained_here(res: dict) -> bool:
+    extra = res.get("extra", {})
+    return bool(
+        extra.get("trained")
+        or model_card(res)
+        or res.get("config", {}).get("first_stage")
+    )
+
+
+def load_before_decontamination(runs_dir: Path) -> dict[str, str]:
+    """sha256 prefix of a training set -> why it predates decontamination, from
+    `<runs>/../training/decontamination.json` (empty when there is none)."""
+    path = Path(runs_dir).parent / "training" / "decontamination.json"
+    if not path.is_file():
+        return {}
+    from harness.errors import DataError
+
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+        return {str(k): str(v) for k, v in obj["before_decontamination"].items()}
+    except (json.JSONDecodeError, KeyError, AttributeError, TypeError) as e:
+        raise DataError(
+            f"{path}: not a decontamination record ({type(e).__name__}: {e})"
+        ) from None
+
+
+def training_data(res: dict, before: dict[str, str]) -> str:
+    if not trained_here(res):
+        return "—"
+    data = model_card(res).get("training_data") or {}
+    sha = str(data.get("sha256", ""))
+    if not sha:
+        return "not recorded (trained before model cards)"
+    text = f"{sha[:12]}, {data.get('authors', '?'):,} authors"
+    if any(sha.startswith(prefix) for prefix in before):
+        text += " (before decontamination)"
+    return text
+
+
+def _recipe(res: dict) -> dict:
+    """The training recipe: the model card's, else the run's config."""
+    card = model_card(res)
+    return {**res.get("config", {}), **(card.get("recipe") or {}), **card}
+
+
+def _fmt(x) -> str:
+    if isinstance(x, float):
+        return f"{x:g}"
+    if isinstance(x, int):
+        return f"{x:,}"
+    return str(x)
+
+
+def differs_from_paper(res: dict) -> str:
+    """The recipe items where this run differs from the paper's recipe for its system; "—" when none
+    differ, "not in the paper" for a system the paper does not run."""
+    system = res.get("system", "")
+    paper = PAPER_RECIPES.get(system)
+    if paper is None:
+        return "not in the paper"
+    out = []
+    size = BACKBONES.get(backbone_id(res))
+    if paper.get("backbone") and backbone_id(res) not in paper.get("backbone_ids", ()):
+        here = _size(size.parameters) if size else "another"
+        out.append(f"backbone {here} (paper: {paper['backbone']})")
+    if not trained_here(res):
+        if paper.get("trained"):
+            out.append("not trained (pretrained backbone only)")
+        return "; ".join(out) or "—"
+    r = _recipe(res)
+    gb = r.get("global_batch") or {}
+    checks = [
+        ("similarity", r.get("similarity"), paper.get("similarity")),
+        ("lr", r.get("lr"), paper.get("lr")),
+        ("epochs", r.get("epochs"), paper.get("epochs")),
+        ("author fraction", r.get("author_fraction"), paper.get("author_fraction")),
+    ]
+    for name, here, theirs in checks:
+        if theirs is not None and here is not None and here != theirs:
+            out.append(f"{name} {_fmt(here)} (paper: {_fmt(theirs)})")
+    if not gb:  # no model card: the run's config
+        cfg = res.get("config", {})
+        per_batch = cfg.get("authors_per_batch") or cfg.get("queries_per_batch")
+        if per_batch:
+            accum = int(cfg.get("grad_accumulation", 1))
+            gb = {
+                "per_optimizer_step": per_batch * accum,
+                "grad_accumulation": accum,
+                "unit": "authors" if cfg.get("authors_per_batch") else "queries",
+            }
+    per_step = gb.get("per_optimizer_step")
+    if paper.get("global_batch") and per_step is not None:
+        accum = gb.get("grad_accumulation", 1)
+        p_batch, p_accum = paper["global_batch"], paper.get("grad_accumulation", 1)
+        if (per_step, accum) != (p_batch * p_accum, p_accum):
+            unit = gb.get("unit", "")
+            out.append(
+                f"global batch {per_step // max(1, accum)} × accumulation {accum} {unit} "
+                f"(paper: {p_batch} × {p_accum})"
+            )
+    authors = (r.get("training_data") or {}).get("authors")
+    if paper.get("training_authors") and authors:
+        used = round(authors * float(r.get("author_fraction", 1.0)))
+        out.append(f"training authors {used:,} (paper: {paper['training_authors']:,})")
+    return "; ".join(out) or "—"
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    run: str
+    backbone: str
+    parameters: str
+    origin: str
+    training_data: str
+    differs: str
+
+
+def run_identity(name: str, res: dict, before: dict[str, str]) -> RunIdentity:
+    if res.get("system") in NO_MODEL:
+        origin = "no model"
+    elif res.get("config", {}).get("first_stage"):
+        origin = f"trained here (reranks {res['config']['first_stage']})"
+    else:
+        origin = "trained here" if trained_here(res) else "pretrained, not trained here"
+    return RunIdentity(
+        name,
+        backbone_label(res),
+        parameters(res),
+        origin,
+        training_data(res, before),
+        differs_from_paper(res),
+    )
+
+
+def identity_table(runs: dict, names: list[str], before: dict[str, str]) -> str:
+    """The "What each run is" table: one row per run name (its first collection's first seed)."""
+    from tabulate import tabulate
+
+    first: dict[str, dict] = {}
+    for (_, name), res in sorted(runs.items()):
+        first.setdefault(name, res[0])
+    rows = []
+    for name in names:
+        if name in first:
+            i = run_identity(name, first[name], before)
+            rows.append(
+                [i.run, i.backbone, i.parameters, i.origin, i.training_data, i.differs]
+            )
+    table = tabulate(
+        rows,
+        headers=[
+            "run",
+            "backbone",
+            "parameters",
+            "trained",
+            "training data",
+            "differs from the paper",
+        ],
+        tablefmt="github",
+        disable_numparse=True,
+    )
+    note = ""
+    if any("before decontamination" in r[4] for r in rows):
+        reasons = sorted(set(before.values()))
+        note = (
+            '\n\n"before decontamination": the training set was curated from the training files as they were '
+            "before near-copies of evaluation documents were removed from them, so these models saw some "
+            "evaluation blogs; they are to be retrained. " + " ".join(reasons)
+        )
+    return table + note + "\n"
+
+
+def reranker_backbones(runs: dict) -> str:
+    """One sentence naming the backbones the reranker runs used, beside the paper's."""
+    ids = sorted(
+        {
+            backbone_label(res[0])
+            for res in runs.values()
+            if res[0].get("config", {}).get("first_stage")
+        }
+    )
+    if not ids:
+        return ""
+    paper = PAPER_RECIPES["sadiri-v2-reranker"]["backbone"]
+    return (
+        f"Reranker backbone here: {'; '.join(f'`{i}`' for i in ids)}. The paper's reranker: {paper} "
+        "(mistralai/Mistral-Nemo-Base-2407). "
+    )

@@ -1,0 +1,149 @@
+"""Every row says what it is: full backbone ids with quantization, and a generated "differs from the paper" cell."""
+
+import re
+
+import pytest
+
+from harness.reports.run_identity import (
+    backbone_label,
+    differs_from_paper,
+    identity_table,
+    run_identity,
+)
+from tests.conftest import ROOT
+
+# A backbone named by less than its full hub id: an id's tail without its organisation, or a family name alone.
+BARE = [
+    (re.compile(r"(?<![\w/-])Qwen2\.5"), "Qwen/Qwen2.5-Coder-"),
+    (re.compile(r"(?<![\w/-])all-mpnet-base-v2"), "sentence-transformers/"),
+    (re.compile(r"(?<![\w/-])all-MiniLM-L6-v2"), "sentence-transformers/"),
+    (re.compile(r"(?<![\w/-])SmolLM2"), "HuggingFaceTB/"),
+]
+GGUF = re.compile(r"[\w.-]+/[\w.-]+-GGUF(?! \()")
+
+
+def _retriever(**card):
+    base = {
+        "system": "sadiri-v2-retriever",
+        "config": {
+            "backbone": "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF",
+            "bf16": True,
+            "lr": 1e-4,
+            "similarity": "cosine",
+        },
+        "extra": {
+            "trained": True,
+            "model_card": {
+                "similarity": "cosine",
+                "author_fraction": 1.0,
+                "recipe": {"lr": 1e-4, "epochs": 1, "similarity": "cosine"},
+                "global_batch": {
+                    "per_batch": 16,
+                    "grad_accumulation": 1,
+                    "per_optimizer_step": 16,
+                    "unit": "authors",
+                },
+                "training_data": {"sha256": "f8b69e03cbac" + "0" * 52, "authors": 3733},
+                **card,
+            },
+        },
+    }
+    return base
+
+
+def test_backbone_label_names_the_quantization_and_compute_dtype():
+    assert (
+        backbone_label(_retriever())
+        == "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF (Q4_K_M GGUF, dequantized to bf16)"
+    )
+    assert (
+        backbone_label({"system": "sbert", "config": {}})
+        == "sentence-transformers/all-mpnet-base-v2"
+    )
+    assert backbone_label({"system": "bm25", "config": {}}) == "—"
+
+
+def test_differs_from_the_paper_lists_each_deviation():
+    cell = differs_from_paper(_retriever())
+    for part in (
+        "backbone 1.54B (paper: Qwen3 0.6B–8B or Mistral-Nemo 12B)",
+        "similarity cosine (paper: dot)",
+        "lr 0.0001 (paper: 1e-05)",
+        "global batch 16 × accumulation 1 authors (paper: 64 × 1)",
+        "training authors 3,733 (paper: 197,559)",
+    ):
+        assert part in cell, cell
+    assert "epochs" not in cell  # one epoch, as the paper
+    reranker = {
+        "system": "sadiri-v2-reranker",
+        "config": {
+            "backbone": "Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF",
+            "first_stage": "r",
+        },
+        "extra": {
+            "model_card": {
+                "author_fraction": 1.0,
+                "recipe": {"lr": 1e-4},
+                "global_batch": {
+                    "per_optimizer_step": 4,
+                    "grad_accumulation": 1,
+                    "unit": "queries",
+                },
+                "training_data": {"sha256": "ab", "authors": 3733},
+            }
+        },
+    }
+    cell = differs_from_paper(reranker)
+    assert (
+        "Mistral-Nemo-Base-2407, 12B" in cell
+        and "author fraction 1 (paper: 0.1)" in cell
+    )
+    assert "global batch 4 × accumulation 1 queries (paper: 4 × 10)" in cell
+    assert differs_from_paper({"system": "sbert", "config": {}}) == "—"
+    assert (
+        differs_from_paper({"system": "char-ngram", "config": {}}) == "not in the paper"
+    )
+
+
+def test_training_data_made_before_decontamination_is_said_on_the_row():
+    before = {"f8b69e03cbac": "why"}
+    ident = run_identity("x", _retriever(), before)
+    assert ident.training_data == "f8b69e03cbac, 3,733 authors (before decontamination)"
+    assert ident.origin == "trained here"
+    assert (
+        "(before decontamination)"
+        not in run_identity("x", _retriever(), {}).training_data
+    )
+    table = identity_table({("c", "x"): [_retriever()]}, ["x"], before)
+    assert "before decontamination" in table and "why" in table
+
+
+@pytest.mark.slow
+def test_generated_pages_name_every_backbone_by_its_full_id(tmp_path):
+    from harness.reports.leaderboard import write_leaderboards
+
+    write_leaderboards(ROOT / "leaderboards" / "runs", tmp_path, plots=False)
+    pages = [
+        tmp_path / "main.md",
+        tmp_path / "rerank.md",
+        tmp_path / "per-genre.md",
+        *sorted((tmp_path / "collections").glob("*.md")),
+    ]
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for pattern, prefix in BARE:
+            for m in pattern.finditer(text):
+                assert text[: m.start()].endswith(prefix), (
+                    f"{page.name}: bare backbone label at {text[m.start() - 40 : m.end() + 20]!r}"
+                )
+    main, rerank = (
+        (tmp_path / "main.md").read_text(),
+        (tmp_path / "rerank.md").read_text(),
+    )
+    assert "## What each run is" in main and "## What each run is" in rerank
+    assert (
+        "Mistral-Nemo-Base-2407" in rerank
+        and "Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF (" in rerank
+    )
+    section = main[main.index("## What each run is") :]
+    assert not GGUF.search(section), "a GGUF backbone without its quantization"
