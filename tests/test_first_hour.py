@@ -319,44 +319,6 @@ def test_leaderboard_of_other_runs_writes_only_its_pages_and_a_short_summary(tmp
     assert ".png" not in page  # --no-plots: no link to a plot that was not drawn
 
 
-# 7. Plots ----------------------------------------------------------------------------------------
-
-def _fake_runs(n: int) -> dict:
-    rng = np.random.default_rng(0)
-    runs = {}
-    for i in range(n):
-        system = ["bm25", "char-ngram"][i] if i < 2 else f"sys{i}"
-        ranks = {f"q{j}": int(rng.integers(1, 150)) if rng.random() < 0.8 else None for j in range(40)}
-        from harness.evaluation.metrics import headline, success_curve
-
-        vals = list(ranks.values())
-        runs[("c", system)] = [{"system": system, "success_curve": success_curve(vals), "first_needle_rank": ranks,
-                                "metrics": headline(vals)}]
-    return runs
-
-
-def test_plots_have_distinct_styles_outside_legend_bands_and_a_cap(tmp_path):
-    from harness.reports.plots import (
-        DEFAULT_CAP,
-        curve_band,
-        plot_collection,
-        plot_success_curves,
-        split_series,
-    )
-
-    runs = _fake_runs(14)
-    main_names, rest = split_series(runs, "c")
-    assert len(main_names) == DEFAULT_CAP and {"bm25", "char-ngram"} <= set(main_names) and len(rest) == 6
-    drawn = plot_success_curves(runs, "c", main_names + rest, tmp_path / "all.png", title="t")
-    styles = [(colour, marker) for _, colour, marker in drawn["styles"]]
-    assert len(set(colour for colour, _ in styles)) == 14 and len(set(marker for _, marker in styles)) == 14
-    assert drawn["legend_outside"] and drawn["bands"] == 14
-    mean, lo, hi = curve_band(runs[("c", "sys5")])
-    assert np.all(lo <= mean + 1e-9) and np.all(mean <= hi + 1e-9) and np.any(hi > lo)
-    paths = plot_collection(runs, "c", tmp_path)
-    assert [p.name for p in paths] == ["success-at-k-c.png", "success-at-k-c-more.png"]
-
-
 # 8. systems NAME, collections, export, help ------------------------------------------------------
 
 def test_systems_name_lists_config_keys_with_type_default_and_help(capsys):

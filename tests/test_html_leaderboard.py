@@ -13,6 +13,8 @@ import pytest
 from harness.cli import main
 from tests.conftest import doc, write_jsonl
 
+pytestmark = pytest.mark.slow  # runs two systems and a browser
+
 HOSTILE_GENRE = '<script>window.__pwned = 1</script>"><img src=x id=pwned>'
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",

@@ -1,14 +1,17 @@
-"""Success@k plots that stay readable with many runs.
+"""Success@k figures that stay readable with many runs.
 
-- every series has its own colour *and* marker (so two runs never look alike, in colour or in grey);
-- the legend sits outside the axes, to the right, and never covers a curve;
-- each curve carries a 95% bootstrap band: the queries of all seeds are resampled (the same
-  percentile bootstrap, fixed seed, that gives each result's `ci95`), from the stored first-needle ranks;
-- at most `cap` runs in one figure: the best by Success@8 plus the baselines (bm25, char-ngram);
-  the rest go to a second figure (`success-at-k-<collection>-more.png`).
+- at most `MAX_SERIES` (8) curves in one panel: the collection's figure shows the baselines and the
+  best run of each system; `success-at-k-<collection>-more.png` shows every other run, in panels of
+  the baselines plus up to six runs, grouped by system;
+- within a panel every curve has its own colour *and* marker; the baselines are dashed and keep one
+  grey style everywhere;
+- the legend sits outside the axes, to the right; titles are never cut (the saved image is fitted
+  to everything drawn);
+- the axis is in percent; each curve carries a 95% bootstrap band over the seeds' pooled queries.
 """
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -16,10 +19,15 @@ import numpy as np
 from harness.atomic import atomic_open
 
 BASELINES = ("bm25", "char-ngram")
-DEFAULT_CAP = 8
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p", "d", "8")
+MAX_SERIES = 8
+DEFAULT_CAP = MAX_SERIES
+BASELINE_STYLE = {"bm25": ("#222222", "o"), "char-ngram": ("#8c8c8c", "s")}
+# tab10 without its grey (kept for the baselines): eight colours a panel can tell apart.
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+MARKERS = ("^", "D", "v", "P", "X", "<", ">", "h")
 KS = np.arange(1, 101)
 MARK_AT = (1, 2, 4, 8, 16, 32, 64, 100)  # markers at these k (log-spaced), not on all 100 points
+LEGEND_WIDTH_IN = 4.6  # room to the right of each panel for the legend
 
 
 def curve_band(results: list[dict], *, resamples: int = 1000, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -41,90 +49,127 @@ def curve_band(results: list[dict], *, resamples: int = 1000, seed: int = 0) -> 
     return mean, lo, hi
 
 
-def split_series(runs: dict, collection: str, cap: int = DEFAULT_CAP) -> tuple[list[str], list[str]]:
-    """(runs for the main figure, the rest): the baselines plus the best others by mean Success@8."""
-    names = [n for c, n in runs if c == collection]
-    s8 = {n: float(np.mean([r["metrics"]["success@8"] for r in runs[(collection, n)]])) for n in names}
-    base = [n for n in names if runs[(collection, n)][0]["system"] in BASELINES]
-    others = sorted((n for n in names if n not in base), key=lambda n: (-s8[n], n))
-    room = max(cap - len(base), 0)
-    main = sorted(base + others[:room], key=lambda n: (-s8[n], n))
-    return main, others[room:]
+def _s8(runs: dict, collection: str, name: str) -> float:
+    return float(np.mean([r["metrics"]["success@8"] for r in runs[(collection, name)]]))
 
 
-def _palette(n: int):
-    import matplotlib
-
-    if n <= 10:
-        cmap = matplotlib.colormaps["tab10"]
-        return [cmap(i) for i in range(n)]
-    cmap = matplotlib.colormaps["tab20"]  # the dark shade of each hue first, then the light ones
-    order = list(range(0, 20, 2)) + list(range(1, 20, 2))
-    return [cmap(order[i % 20]) for i in range(n)]
+def _system(runs: dict, collection: str, name: str) -> str:
+    return runs[(collection, name)][0]["system"]
 
 
-def plot_success_curves(runs: dict, collection: str, names: list[str], path: Path, *, title: str,
-                        style_index: dict[str, int] | None = None) -> dict:
-    """One figure: a line with band, colour and marker per run; legend outside on the right.
+def plan_panels(runs: dict, collection: str, cap: int = MAX_SERIES) -> tuple[list[str], list[list[str]]]:
+    """(the main panel's runs, the further panels' runs).
 
-    Returns what was drawn (for tests): {"styles": [(run, colour, marker)], "bands": n, "legend_outside": bool}.
+    Main: the baselines and the best run of each other system by mean Success@8 (the best systems
+    when there are more than fit). Further panels: every run not in the main one, ordered by system
+    then Success@8, each panel with the baselines repeated and at most `cap` curves in all.
     """
-    import matplotlib
+    names = sorted(n for c, n in runs if c == collection)
+    if len(names) <= cap:  # all fit in one panel
+        return sorted(names, key=lambda n: (-_s8(runs, collection, n), n)), []
+    base = [n for n in names if _system(runs, collection, n) in BASELINES]
+    room = max(cap - len(base), 1)
+    ranked = sorted((n for n in names if n not in base), key=lambda n: (-_s8(runs, collection, n), n))
+    best_of: dict[str, str] = {}
+    for n in ranked:
+        best_of.setdefault(_system(runs, collection, n), n)
+    leaders = [n for n in ranked if n in best_of.values()][:room]
+    main = sorted(base + leaders, key=lambda n: (-_s8(runs, collection, n), n))
+    rest = sorted((n for n in ranked if n not in leaders), key=lambda n: (_system(runs, collection, n),
+                                                                          -_s8(runs, collection, n), n))
+    panels = [base + rest[i:i + room] for i in range(0, len(rest), room)]
+    return main, panels
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+
+def split_series(runs: dict, collection: str, cap: int = MAX_SERIES) -> tuple[list[str], list[str]]:
+    """(runs of the main figure, runs only in the `-more` figure)."""
+    main, panels = plan_panels(runs, collection, cap)
+    return main, [n for p in panels for n in p if n not in main]
+
+
+def _style(runs: dict, collection: str, names: list[str]) -> dict[str, tuple[str, str, str]]:
+    """name -> (colour, marker, line style): baselines grey and dashed, the others in panel order."""
+    out, i = {}, 0
+    for n in names:
+        system = _system(runs, collection, n)
+        if system in BASELINES:
+            colour, marker = BASELINE_STYLE[system]
+            out[n] = (colour, marker, "--")
+        else:
+            out[n] = (COLOURS[i % len(COLOURS)], MARKERS[i % len(MARKERS)], "-")
+            i += 1
+    return out
+
+
+def _draw_panel(ax, runs: dict, collection: str, names: list[str], title: str) -> dict:
     import matplotlib.ticker
 
-    style_index = style_index or {n: i for i, n in enumerate(names)}
-    colours = _palette(max(style_index.values(), default=0) + 1)
-    fig, ax = plt.subplots(figsize=(9.5, 4.8), dpi=100)
+    styles = _style(runs, collection, names)
     mark = [k - 1 for k in MARK_AT]
-    styles = []
     for name in names:
         res = runs[(collection, name)]
-        i = style_index[name]
+        colour, marker, line = styles[name]
         mean, lo, hi = curve_band(res)
-        colour = colours[i]
-        dashed = res[0]["system"] in BASELINES
-        s8 = 100 * np.mean([r["metrics"]["success@8"] for r in res])
-        ax.fill_between(KS, lo, hi, color=colour, alpha=0.12, linewidth=0)
-        styles.append((name, tuple(round(float(x), 4) for x in colour), MARKERS[i % len(MARKERS)]))
-        ax.plot(KS, mean, color=colour, marker=MARKERS[i % len(MARKERS)], markevery=mark, markersize=5,
-                linestyle="--" if dashed else "-", linewidth=1.6,
-                label=f"{name}  (S@8 {s8:.1f}, seeds={len(res)})")
+        ax.fill_between(KS, lo, hi, color=colour, alpha=0.10, linewidth=0)
+        ax.plot(KS, mean, color=colour, marker=marker, markevery=mark, markersize=5.5, linestyle=line, linewidth=1.7,
+                label=f"{name}\nS@8 {100 * _s8(runs, collection, name):.1f}%, {len(res)} seed{'s' * (len(res) != 1)}")
     ax.set_xscale("log")
-    ax.set_xlabel("k (log scale)")
-    ax.set_ylabel("Success@k (%), mean over seeds")
-    ax.set_title(title, fontsize=11)
     ax.set_xlim(1, 100)
     ax.set_xticks(MARK_AT, [str(k) for k in MARK_AT])
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_ylim(0, 100)
+    ax.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(100, decimals=0))
+    ax.set_xlabel("k (log scale)")
+    ax.set_ylabel("Success@k, mean over seeds")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False,
-              title="run (dashed: baseline)", title_fontsize=8)
-    fig.text(0.01, 0.01, "bands: 95% bootstrap over the seeds' queries", fontsize=7, color="0.35")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    fig.canvas.draw()
-    outside = ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1
+    ax.set_title("\n".join(textwrap.wrap(title, 110)), fontsize=11, loc="left")
+    ax.legend(fontsize=8.5, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False,
+              labelspacing=0.7, title="dashed: baselines", title_fontsize=8.5)
+    return {"names": list(names), "styles": [styles[n] for n in names], "title": title}
+
+
+def _save(fig, path: Path) -> None:
     with atomic_open(path, "wb") as f:
-        fig.savefig(f, format="png", metadata={"Software": None})
+        fig.savefig(f, format="png", metadata={"Software": None}, bbox_inches="tight", pad_inches=0.15)
+
+
+def draw_panels(runs: dict, collection: str, panels: list[tuple[str, list[str]]], path: Path) -> list[dict]:
+    """One figure of stacked panels, (title, runs) each; returns what each panel drew (for tests):
+    names, (colour, marker, line style) per curve, title, and whether its legend is outside the axes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8.5 + LEGEND_WIDTH_IN, 4.3 * len(panels)), dpi=100, squeeze=False)
+    drawn = [_draw_panel(ax, runs, collection, names, title) for ax, (title, names) in zip(axes[:, 0], panels)]
+    fig.text(0.0, 0.0, "bands: 95% bootstrap over the seeds' queries", fontsize=7, color="0.35")
+    fig.tight_layout(rect=(0, 0.02, 1, 1))  # makes room for the legends outside the axes too
+    fig.canvas.draw()
+    for ax, d in zip(axes[:, 0], drawn):
+        d["legend_outside"] = bool(ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1)
+        d["percent_axis"] = all(t.get_text().endswith("%") for t in ax.get_yticklabels() if t.get_text())
+    _save(fig, path)
     plt.close(fig)
-    return {"styles": styles, "bands": len(ax.collections), "legend_outside": bool(outside)}
+    return drawn
 
 
-def plot_collection(runs: dict, collection: str, out_dir: Path, cap: int = DEFAULT_CAP) -> list[Path]:
-    """The collection's figure(s): main (capped), and `-more` with the remaining runs when there are any."""
-    main, rest = split_series(runs, collection, cap)
-    order = main + rest
-    style = {n: i for i, n in enumerate(order)}  # a run keeps its colour and marker across both figures
+def plot_collection(runs: dict, collection: str, out_dir: Path, cap: int = MAX_SERIES) -> list[Path]:
+    """The collection's figure (baselines and each system's best run) and, when other runs exist, the
+    `-more` figure with all of them in panels."""
+    main, panels = plan_panels(runs, collection, cap)
+    total = sum(1 for c, _ in runs if c == collection)
     paths = [Path(out_dir) / f"success-at-k-{collection}.png"]
-    shown = f"top {len(main)} runs by Success@8 incl. baselines" if rest else f"{len(main)} runs"
-    plot_success_curves(runs, collection, main, paths[0], title=f"Success@k on {collection} ({shown})", style_index=style)
-    if rest:
+    head = (f"Success@k on {collection}: the baselines and the best run of each system ({len(main)} of {total} runs)"
+            if panels else f"Success@k on {collection}: all {total} runs")
+    draw_panels(runs, collection, [(head, main)], paths[0])
+    if panels:
         paths.append(Path(out_dir) / f"success-at-k-{collection}-more.png")
-        base = [n for n in main if runs[(collection, n)][0]["system"] in BASELINES]
-        plot_success_curves(runs, collection, base + rest, paths[1],
-                            title=f"Success@k on {collection}: the other {len(rest)} runs (baselines repeated)",
-                            style_index=style)
+        titled = []
+        for i, names in enumerate(panels, 1):
+            systems = sorted({_system(runs, collection, n) for n in names} - set(BASELINES))
+            title = (f"Success@k on {collection}, other runs ({i} of {len(panels)}): {', '.join(systems)} "
+                     "(baselines repeated)")
+            titled.append((title, names))
+        draw_panels(runs, collection, titled, paths[1])
     return paths

@@ -96,23 +96,74 @@ def card_lines(logs: dict[str, dict]) -> str:
     return ("\n\nModel cards (`aa_model.json`):\n\n" + "\n".join(lines)) if lines else ""
 
 
-def plot_losses(logs: dict[str, dict], path: Path) -> None:
+def loss_panels(logs: dict[str, dict], cap: int = 8) -> list[tuple[str, list[str]]]:
+    """(title, log names) per panel, at most `cap` logs a panel: small systems share a panel, a
+    system with more logs than fit is split over several."""
+    by_system: dict[str, list[str]] = {}
+    for name, log in logs.items():
+        system = log.get("system") or (log.get("train_config") or {}).get("system") or "system not recorded"
+        by_system.setdefault(system, []).append(name)
+    groups: list[tuple[str, list[str]]] = []
+    for system, names in sorted(by_system.items()):
+        chunks = [sorted(names)[i:i + cap] for i in range(0, len(names), cap)]
+        groups += [(system + (f" ({i} of {len(chunks)})" if len(chunks) > 1 else ""), c) for i, c in enumerate(chunks, 1)]
+    panels: list[tuple[list[str], list[str]]] = []
+    for label, names in groups:
+        if panels and len(panels[-1][1]) + len(names) <= cap:
+            panels[-1][0].append(label)
+            panels[-1][1].extend(names)
+        else:
+            panels.append(([label], list(names)))
+    return [(f"Contrastive training loss per step: {', '.join(labels)}", names) for labels, names in panels]
+
+
+def plot_losses(logs: dict[str, dict], path: Path) -> list[dict]:
+    """Training loss per step, one panel per system (at most 8 curves a panel, a colour and marker each,
+    the legend outside on the right). Returns per panel its title, curves and legend placement (for tests)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
+    import numpy as np
 
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
-    for name, log in logs.items():
-        losses = [e["loss"] for e in log["log"] if "loss" in e]
-        ax.plot(range(1, len(losses) + 1), losses, label=name)
-    ax.set_yscale("log")
-    ax.set_xlabel("step")
-    ax.set_ylabel("training loss (log scale)")
-    ax.set_title("Contrastive training loss per step")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    from harness.reports.plots import COLOURS, LEGEND_WIDTH_IN, MARKERS
+
+    panels = loss_panels(logs)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8.5 + LEGEND_WIDTH_IN, 3.6 * len(panels)), dpi=100, squeeze=False)
+    drawn = []
+    for ax, (title, names) in zip(axes[:, 0], panels):
+        curves = {name: [e["loss"] for e in logs[name]["log"] if "loss" in e] for name in names}
+        longest = max((len(v) for v in curves.values()), default=1)
+        window = max(1, round(longest / 40))  # per-step losses of small batches are noisy: a rolling mean
+        styles, shown = [], []
+        for i, name in enumerate(names):
+            losses = np.asarray(curves[name], dtype=float)
+            w = min(window, len(losses)) or 1
+            smooth = np.convolve(losses, np.ones(w) / w, mode="valid") if len(losses) else losses
+            colour, marker = COLOURS[i % len(COLOURS)], MARKERS[i % len(MARKERS)]
+            ax.plot(np.arange(w, len(losses) + 1), smooth, color=colour, marker=marker, linewidth=1.4, markersize=5,
+                    markevery=max(1, len(smooth) // 8), label=name)
+            styles.append((colour, marker))
+            shown.append(smooth)
+        values = np.concatenate([v for v in shown if len(v)] or [np.ones(1)])
+        if values.min() > 0 and values.max() / values.min() > 10:  # log only where the losses span a decade
+            ax.set_yscale("log")
+            ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}"))
+            ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        scale = "log scale, " if ax.get_yscale() == "log" else ""
+        ax.set_xlabel("step")
+        ax.set_ylabel(f"training loss ({scale}mean of {window} step{'s' * (window > 1)})")
+        ax.set_title(title, fontsize=11, loc="left")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8.5, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
+        drawn.append({"title": title, "names": names, "styles": styles, "window": window})
+    fig.tight_layout()  # makes room for the legends outside the axes too
+    fig.canvas.draw()
+    for ax, d in zip(axes[:, 0], drawn):
+        d["legend_outside"] = bool(ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1)
     with atomic_open(path, "wb") as f:
-        fig.savefig(f, format="png", metadata={"Software": None})
+        fig.savefig(f, format="png", metadata={"Software": None}, bbox_inches="tight", pad_inches=0.15)
     plt.close(fig)
+    return drawn
