@@ -85,6 +85,9 @@ def test_index_loads_without_console_errors(browser, site):
     browser.get((site / "index.html").as_uri())
     assert browser.find_elements(By.CSS_SELECTOR, "table.sortable")
     assert browser.find_elements(By.CSS_SELECTOR, "figure img")  # the Success@k plot, inlined
+    table = browser.find_element(By.CSS_SELECTOR, "table.sortable")
+    _, col = _column(browser, table, "differs from the paper")
+    assert all(r.find_elements(By.TAG_NAME, "td")[col].text for r in table.find_elements(By.CSS_SELECTOR, "tbody tr"))
     assert _severe(browser) == []
 
 
