@@ -59,39 +59,49 @@ def verified_run(collection: str, run: str) -> list[dict]:
     return [res for _, res in items]
 
 
-def _label(res: dict) -> str:
-    """The system and the full backbone id it ran with, and whether its weights were trained here."""
-    config, extra = res["config"], res.get("extra", {})
-    backbone = config.get("backbone") or config.get("model") or ""
-    trained = "model_card" in extra
-    if res["system"] in ("bm25", "char-ngram"):
-        return f"`{res['system']}`"
-    what = f"`{res['system']}`, `{backbone}`" + (", trained here" if trained else ", pretrained")
-    if config.get("first_stage"):
-        what += ", reranking the row above"
-    return what
+def _identity(res: dict, before: dict[str, str], previous: str | None) -> list[str]:
+    """System, backbone by full id (with quantization and size) and where its weights come from."""
+    from harness.reports.run_identity import backbone_id, run_identity
+
+    ident = run_identity(res["run_name"], res, before)
+    hub_id = backbone_id(res)
+    if ident.backbone == "—" or not ident.backbone.startswith(hub_id):
+        backbone = ident.backbone
+    else:
+        backbone = f"`{hub_id}`{ident.backbone[len(hub_id):]}, {ident.parameters}"
+    origin = ident.origin
+    if previous and res["config"].get("first_stage") == previous:
+        origin = "trained here, reranking the row above"
+    if "before decontamination" in ident.training_data:
+        origin += " †"
+    return [f"`{res['system']}`", backbone, origin]
 
 
 def render() -> str:
     _import_harness()
     from harness.evaluation.metrics import mean_sd
+    from harness.reports.run_identity import load_before_decontamination
 
+    before = load_before_decontamination(RUNS)
     lines = [START,
-             "| system and backbone | " + " | ".join(COLLECTIONS) + " |",
-             "|---|" + "---|" * len(COLLECTIONS)]
-    for run in ROWS:
+             "| system | backbone | weights | " + " | ".join(COLLECTIONS) + " |",
+             "|---|---|---|" + "---|" * len(COLLECTIONS)]
+    for previous, run in zip((None, *ROWS), ROWS):
         cells, label = [], None
         for collection in COLLECTIONS:
             results = verified_run(collection, run)
             if not results:
                 cells.append("not run")
                 continue
-            label = label or _label(results[0])
+            label = label or _identity(results[0], before, previous)
             mean, sd = mean_sd([r["metrics"]["success@8"] for r in results])
             spread = f" ± {100 * sd:.1f}" if len(results) > 1 else ""
             cells.append(f"{100 * mean:.1f}{spread}" + ("" if len(results) == 4 else f" (n={len(results)})"))
         if label:
-            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+            lines.append("| " + " | ".join(label + cells) + " |")
+    if any(line.count(" †") for line in lines):
+        lines += ["", "† trained on data from before the corpora's decontamination (see the leaderboard's "
+                  "\"What each run is\")."]
     lines.append(END)
     return "\n".join(lines)
 
