@@ -15,6 +15,7 @@ import numpy as np
 
 from harness.evaluation.metrics import HEADLINE, mean_sd
 from harness.evaluation.significance import TEST_NAME
+from harness.reports.rule_views import rule_views_section
 from harness.reports.significance import ALPHA, compare_results, needed_authors
 
 BASELINE = "bm25"
@@ -52,7 +53,7 @@ def _weighted(values, res):
 
 
 def collection_page(collection: str, runs: dict, names: list[str], splits_dir: Path | None, header: str,
-                    compare=None) -> str:
+                    compare=None, all_view_dir: Path | None = None) -> str:
     """compare(collection, run a, run b) -> paired results by metric (default: computed here; the leaderboard
     hands its Board.compare, so the pages and the HTML site share one computation)."""
     from tabulate import tabulate
@@ -98,4 +99,5 @@ def collection_page(collection: str, runs: dict, names: list[str], splits_dir: P
             f"{TEST_NAME}: queries paired by seed and id, one cluster per query author across all seeds, "
             "10,000 resamples. Marks: "
             f"`*` differs from the best row, `†` from {BASELINE} (p < {ALPHA}).\n\n{table}\n\n"
-            + "".join(f"{n}\n\n" for n in notes))
+            + "".join(f"{n}\n\n" for n in notes)
+            + rule_views_section(runs, names, collection, splits_dir, all_view_dir))

@@ -295,7 +295,8 @@ def collection_pages(board: Board) -> dict[str, str]:
     from harness.reports.collection_page import collection_page
 
     return {f"collections/{c}.md": collection_page(c, board.runs, board.order, board.manifests_for(c), board.head,
-                                                    compare=board.compare)
+                                                    compare=board.compare,
+                                                    all_view_dir=board.manifests_for(f"{c}-all"))
             for c in board.collections}
 
 
