@@ -41,7 +41,7 @@ def manifest_places(runs_dir: Path, splits_dir: Path | None) -> list[Path]:
     return [Path(splits_dir)] if splits_dir else [runs_path.parent / f"{runs_path.name}-splits", PROJECT_ROOT / "splits"]
 
 
-def load_runs(runs_dir: Path, splits_dir: Path | None = None) -> Runs:
+def load_runs(runs_dir: Path, splits_dir: Path | None = None, *, stale: bool = False) -> Runs:
     """(collection, run name) -> results sorted by seed, each verified against its rankings and manifest.
 
     All runs of a collection+seed must share one split; the seeds of a run must share system and
@@ -52,12 +52,18 @@ def load_runs(runs_dir: Path, splits_dir: Path | None = None) -> Runs:
     from harness.evaluation.splits import manifest_path, read_manifest
     from harness.runs.results import check_run_consistent, verify_result
 
+    from harness.reports.stale import load_stale
+
     places = manifest_places(runs_dir, splits_dir)
+    stale_entries = load_stale(runs_dir)  # stale=False: every run but these; True: these alone
     runs: dict[tuple[str, str], list[tuple[Path, dict]]] = defaultdict(list)
     split_of: dict[tuple[str, int], tuple[str, str]] = {}
     manifests: dict[tuple[str, int], object] = {}
     for path, res in iter_results(runs_dir):
-        key = (res["collection"], res["seed"])
+        entry = stale_entries.get((res["collection"], res["run_name"]))
+        if (entry is not None) != stale:
+            continue
+        key = (entry.manifests if entry else res["collection"], res["seed"])
         if key in split_of and split_of[key][0] != res["split_sha256"]:
             raise DataError(f"{path}: seed {res['seed']} of {res['collection']!r} was run on another split than {split_of[key][1]}")
         split_of.setdefault(key, (res["split_sha256"], str(path)))
@@ -102,6 +108,8 @@ class Board:
     bench_dir: Path | None
     places: list[Path]
     plots: bool = True
+    stale_runs: Runs = field(default_factory=dict)  # runs listed in <runs>/../stale.json, verified on their own
+    stale_entries: dict = field(default_factory=dict)  # (collection, run) -> harness.reports.stale.StaleRun
     _compared: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -159,7 +167,10 @@ def load_board(runs_dir: Path, *, splits_dir: Path | None = None, bench_dir: Pat
     elif not allow_empty and not any(runs_dir.glob("*/*/seed-*.json")):
         raise DataError(f"{runs_dir}: no results in the runs folder (<collection>/<run>/seed-<S>.json); "
                         "--allow-empty writes empty pages")
+    from harness.reports.stale import load_stale
+
     runs = load_runs(runs_dir, splits_dir) if runs_dir.is_dir() else {}
+    stale_runs = load_runs(runs_dir, splits_dir, stale=True) if runs_dir.is_dir() else {}
     project = runs_dir.resolve() == PROJECT_RUNS.resolve()
     training_dir = runs_dir.parent / "training"
     if bench_dir is None and project:
@@ -169,4 +180,5 @@ def load_board(runs_dir: Path, *, splits_dir: Path | None = None, bench_dir: Pat
     return Board(runs=runs, runs_dir=runs_dir, head=header(runs_dir), project=project,
                  logs=load_logs(training_dir) if training_dir.is_dir() else {}, fixes=fixes, marks=marks,
                  bench_dir=Path(bench_dir) if bench_dir is not None else None,
-                 places=manifest_places(runs_dir, splits_dir), plots=plots)
+                 places=manifest_places(runs_dir, splits_dir), plots=plots, stale_runs=stale_runs,
+                 stale_entries=load_stale(runs_dir))

@@ -1,0 +1,94 @@
+"""Runs kept in place but out of the tables: made on data since corrected, and not yet rerun.
+
+`<runs>/../stale.json` lists them:
+
+    {"runs": [{"collection": "pan19-en", "run": "sadiri-mpnet", "manifests": "pan19-en-v1",
+               "reason": "made on pan19-en v1 (label noise); rerun pending"}]}
+
+A stale run's results stay where they are and still verify, against the manifests they were made on,
+which are kept in the manifests folder under `manifests` (the collection's earlier manifests, byte for
+byte). The pages list stale runs in a section of their own with the reason, never in a results table.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import DataError
+
+
+@dataclass(frozen=True)
+class StaleRun:
+    collection: str
+    run: str
+    manifests: str  # the folder name, beside the collection's, of the manifests the run was made on
+    reason: str
+
+
+def stale_path(runs_dir: Path) -> Path:
+    return Path(runs_dir).parent / "stale.json"
+
+
+def load_stale(runs_dir: Path) -> dict[tuple[str, str], StaleRun]:
+    """(collection, run name) -> its entry; empty when there is no registry."""
+    path = stale_path(runs_dir)
+    if not path.is_file():
+        return {}
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+        entries = [
+            StaleRun(
+                str(e["collection"]),
+                str(e["run"]),
+                str(e["manifests"]),
+                str(e["reason"]),
+            )
+            for e in obj["runs"]
+        ]
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        raise DataError(
+            f"{path}: not a stale-runs registry ({type(e).__name__}: {e})"
+        ) from None
+    return {(e.collection, e.run): e for e in entries}
+
+
+def stale_section(
+    stale_runs: dict,
+    entries: dict[tuple[str, str], StaleRun],
+    collection: str | None = None,
+) -> str:
+    """A page section listing the stale runs (of one collection, or all) with their reason and Success@8."""
+    from tabulate import tabulate
+
+    from harness.evaluation.metrics import mean_sd
+
+    rows = []
+    for (c, name), res in sorted(stale_runs.items()):
+        if collection is not None and c != collection:
+            continue
+        mean, sd = mean_sd([r["metrics"]["success@8"] for r in res])
+        cell = f"{100 * mean:.1f}" + (f" ± {100 * sd:.1f}" if sd == sd else "")
+        rows.append(
+            [
+                name,
+                c,
+                " ".join(str(r["seed"]) for r in res),
+                cell,
+                entries[(c, name)].reason,
+            ]
+        )
+    if not rows:
+        return ""
+    table = tabulate(
+        rows,
+        headers=["run", "collection", "seeds", "S@8 (on the old data)", "why stale"],
+        tablefmt="github",
+        disable_numparse=True,
+    )
+    return (
+        "\n## Stale runs\n\nMade on data since corrected and not rerun yet; kept, and verified against the "
+        "manifests they were made on, but left out of every table above and of the comparisons.\n\n"
+        f"{table}\n"
+    )

@@ -1,0 +1,86 @@
+"""Stale runs: kept in place, verified against the manifests they were made on, shown apart with their reason."""
+
+import json
+import shutil
+
+import pytest
+
+from harness.errors import DataError
+from harness.plugins import load_registry, plugin_manager
+from harness.reports.board import load_board
+from harness.reports.leaderboard import render_pages
+from harness.reports.stale import load_stale
+from harness.runs.run_job import RunJob, run_job
+
+
+def _run(runs, splits, system, fraction):
+    reg = load_registry(plugin_manager(entrypoints=False))
+    run_job(
+        reg,
+        RunJob(
+            systems=[system],
+            collection="demo",
+            seeds=[0],
+            runs_dir=runs,
+            splits_dir=splits,
+            author_fraction=fraction,
+            progress=False,
+        ),
+        log=lambda *_: None,
+    )
+
+
+@pytest.fixture
+def board_dirs(tmp_path):
+    runs, splits = tmp_path / "lb" / "runs", tmp_path / "splits"
+    _run(runs, splits, "char-ngram", 0.5)  # made on the old manifest
+    shutil.copytree(splits / "demo", splits / "demo-v1")
+    shutil.rmtree(splits / "demo")
+    _run(runs, splits, "bm25", 1.0)  # the corrected one
+    (tmp_path / "lb" / "stale.json").write_text(
+        json.dumps(
+            {
+                "runs": [
+                    {
+                        "collection": "demo",
+                        "run": "char-ngram",
+                        "manifests": "demo-v1",
+                        "reason": "made on demo v1; rerun pending",
+                    }
+                ]
+            }
+        )
+    )
+    return runs, splits
+
+
+def test_a_stale_run_verifies_on_its_own_manifests_and_stays_out_of_the_tables(
+    board_dirs,
+):
+    runs, splits = board_dirs
+    board = load_board(runs, splits_dir=splits, plots=False)
+    assert list(board.runs) == [("demo", "bm25")] and list(board.stale_runs) == [
+        ("demo", "char-ngram")
+    ]
+    pages = render_pages(board)
+    main = pages["main.md"]
+    table, stale = main.split("## Stale runs")
+    assert (
+        "| char-ngram " not in table
+        and "| char-ngram " in stale
+        and "made on demo v1; rerun pending" in stale
+    )
+    assert "## Stale runs" in pages["collections/demo.md"]
+
+
+def test_without_the_registry_the_two_splits_of_a_seed_are_an_error(board_dirs):
+    runs, splits = board_dirs
+    (runs.parent / "stale.json").unlink()
+    with pytest.raises(DataError, match="another split"):
+        load_board(runs, splits_dir=splits, plots=False)
+
+
+def test_a_malformed_registry_is_one_error(tmp_path):
+    (tmp_path / "stale.json").write_text('{"runs": [{"run": "x"}]}')
+    with pytest.raises(DataError, match="not a stale-runs registry"):
+        load_stale(tmp_path / "runs")
