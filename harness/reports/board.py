@@ -50,9 +50,8 @@ def load_runs(runs_dir: Path, splits_dir: Path | None = None, *, stale: bool = F
     as `aa-harness run` places them); a result whose manifest is missing is an error.
     """
     from harness.evaluation.splits import manifest_path, read_manifest
-    from harness.runs.results import check_run_consistent, verify_result
-
     from harness.reports.stale import load_stale
+    from harness.runs.results import check_run_consistent, verify_result
 
     places = manifest_places(runs_dir, splits_dir)
     stale_entries = load_stale(runs_dir)  # stale=False: every run but these; True: these alone

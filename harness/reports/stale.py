@@ -13,6 +13,7 @@ byte). The pages list stale runs in a section of their own with the reason, neve
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,7 +70,7 @@ def stale_section(
         if collection is not None and c != collection:
             continue
         mean, sd = mean_sd([r["metrics"]["success@8"] for r in res])
-        cell = f"{100 * mean:.1f}" + (f" ± {100 * sd:.1f}" if sd == sd else "")
+        cell = f"{100 * mean:.1f}" + ("" if math.isnan(sd) else f" ± {100 * sd:.1f}")
         rows.append(
             [
                 name,
