@@ -24,6 +24,15 @@ def _board_files() -> list[Path]:
     return pages + images
 
 
+def on_config(config):
+    """List the generated per-collection pages in the nav, under the generated pages."""
+    pages = [{p.stem: p.relative_to(ROOT).as_posix()} for p in sorted(BOARD.glob("collections/*.md"))]
+    for section in config.nav or []:
+        if isinstance(section, dict) and "Generated pages" in section and pages:
+            section["Generated pages"].append({"Per collection": pages})
+    return config
+
+
 def on_files(files, config):
     for path in _board_files():
         uri = path.relative_to(ROOT).as_posix()
