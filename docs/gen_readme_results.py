@@ -59,6 +59,14 @@ def verified_run(collection: str, run: str) -> list[dict]:
     return [res for _, res in items]
 
 
+def is_stale(collection: str, run: str) -> bool:
+    """Listed in the stale-runs registry: made on data since corrected, so not a current result."""
+    _import_harness()
+    from harness.reports.stale import load_stale
+
+    return (collection, run) in load_stale(RUNS)
+
+
 def _identity(res: dict, before: dict[str, str], previous: str | None) -> list[str]:
     """System, backbone by full id (with quantization and size) and where its weights come from."""
     from harness.reports.run_identity import backbone_id, run_identity
@@ -82,13 +90,19 @@ def render() -> str:
     from harness.evaluation.metrics import mean_sd
     from harness.reports.run_identity import load_before_decontamination
 
+    from harness.reports.stale import load_stale
+
     before = load_before_decontamination(RUNS)
+    stale = load_stale(RUNS)
     lines = [START,
              "| system | backbone | weights | " + " | ".join(COLLECTIONS) + " |",
              "|---|---|---|" + "---|" * len(COLLECTIONS)]
     for previous, run in zip((None, *ROWS), ROWS):
         cells, label = [], None
         for collection in COLLECTIONS:
+            if (collection, run) in stale:  # made on data since corrected: not a current result
+                cells.append("stale, rerun pending")
+                continue
             results = verified_run(collection, run)
             if not results:
                 cells.append("not run")

@@ -139,6 +139,9 @@ def paper_claims() -> str:
     for claim, a_name, b_name in CLAIMS:
         row = [claim, f"`{a_name}` − `{b_name}`"]
         for collection in CLAIM_COLLECTIONS:
+            if readme.is_stale(collection, a_name) or readme.is_stale(collection, b_name):
+                row.append("stale, rerun pending")
+                continue
             a, b = readme.verified_run(collection, a_name), readme.verified_run(collection, b_name)
             if not a or not b:
                 row.append("not run")
