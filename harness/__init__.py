@@ -5,4 +5,10 @@ splits and computing metrics run on a bare CPU install.
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+
+def __getattr__(name: str):
+    if name == "__version__":  # from build-time metadata (harness.provenance), read on first use
+        from harness.provenance import harness_version
+
+        return harness_version()
+    raise AttributeError(f"module 'harness' has no attribute {name!r}")

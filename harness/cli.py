@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
+import traceback
 from pathlib import Path
 
+from harness import locations
 from harness.errors import HarnessError
 from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, POOLS, SEEDS
 
@@ -69,24 +73,29 @@ def cmd_split(args) -> int:
         manifest_path,
         write_manifest,
     )
-    from harness.runs.run_job import open_collection, splits_dir_for, unique_seeds
+    from harness.runs.run_job import open_collection, split_places, unique_seeds
 
     reg = _registry()
     collection = open_collection(reg, args.collection, data_dir=args.data_dir, background=args.background,
                                  name=args.name_collection)
-    splits_dir = splits_dir_for(reg, args.collection, args.runs_dir, args.splits_dir)
+    places = split_places(reg, args.collection, args.runs_dir, args.splits_dir)
     rule = _dissimilarity_arg(args)
     seeds = unique_seeds(args.seeds)
     if args.overwrite:  # every seed builds before any manifest is written
         splits = [build_split(collection, seed, args.author_fraction, pool=args.pool, dissimilarity=rule) for seed in seeds]
+        if places.record is not None:  # the record is compared with, never written over
+            _check_against_record(splits, places.record)
         for split in splits:
-            write_manifest(split, splits_dir)
+            if places.record is None or not manifest_path(places.record, split.collection, split.seed).exists():
+                write_manifest(split, places.folder)
     else:
-        splits = get_splits(collection, seeds, splits_dir, author_fraction=args.author_fraction, pool=args.pool,
-                            dissimilarity=rule)
+        splits = get_splits(collection, seeds, places.folder, record=places.record, author_fraction=args.author_fraction,
+                            pool=args.pool, dissimilarity=rule)
     for split in splits:
-        print(f"{collection.name} seed {split.seed}: sha256 {split.sha256[:16]}… "
-              f"({manifest_path(splits_dir, collection.name, split.seed)})", file=sys.stderr)
+        where = manifest_path(places.folder, collection.name, split.seed)
+        if places.record is not None and manifest_path(places.record, collection.name, split.seed).exists():
+            where = manifest_path(places.record, collection.name, split.seed)
+        print(f"{collection.name} seed {split.seed}: sha256 {split.sha256[:16]}… ({where})", file=sys.stderr)
     print(counts_table(splits))
     if getattr(args, "closeness", False):
         from harness.evaluation.closeness import closeness_table
@@ -94,6 +103,19 @@ def cmd_split(args) -> int:
         print()
         print(closeness_table(collection, splits))
     return 0
+
+
+def _check_against_record(splits, record: Path) -> None:
+    """A rebuilt manifest of a built-in collection must equal the record's; the record is written
+    only by naming its folder with --splits-dir, in a checkout."""
+    from harness.evaluation.splits import manifest_path, read_manifest
+
+    for split in splits:
+        path = manifest_path(record, split.collection, split.seed)
+        if path.exists() and read_manifest(path).sha256 != split.sha256:
+            raise HarnessError(f"{path}: the rebuilt manifest differs from the harness's record (sha256 "
+                               f"{split.sha256[:16]}…); the record is changed only with --splits-dir naming its folder "
+                               "in a checkout")
 
 
 def _dissimilarity_arg(args):
@@ -131,11 +153,13 @@ def cmd_compare(args) -> int:
         needed_authors,
     )
 
-    runs = _results_by_run(args.runs_dir, args.collection, (args.run_a, args.run_b))
+    runs_dir = locations.runs_dir(args.runs_dir)
+    manifests = locations.manifest_dirs(runs_dir, args.splits_dir)
+    runs = _results_by_run(runs_dir, args.collection, (args.run_a, args.run_b))
     a, b = ([res for _, res in runs[n]] for n in (args.run_a, args.run_b))
-    res = compare_results(a, b, args.splits_dir, resamples=args.resamples)
+    res = compare_results(a, b, manifests, resamples=args.resamples)
     print(format_comparison(args.run_a, args.run_b, res))
-    n, sd, have = needed_authors(a, b, args.splits_dir)
+    n, sd, have = needed_authors(a, b, manifests)
     print(f"\nPer-author sd of the Success@8 difference: {sd:.3f}; to detect a 5-point gap of this spread (alpha 0.05, "
           f"power 0.8) a test needs about {n} independent query authors (these runs have {have}).")
     return 0
@@ -146,19 +170,21 @@ def cmd_topic_share(args) -> int:
 
     from tabulate import tabulate
 
-    from harness.evaluation.splits import manifest_path, read_manifest
+    from harness.evaluation.splits import find_manifest, read_manifest
     from harness.reports.topic_share import same_genre_share
     from harness.runs.results import read_rankings
     from harness.runs.run_job import open_collection
 
-    found = _results_by_run(args.runs_dir, args.collection, args.runs)
+    runs_dir = locations.runs_dir(args.runs_dir)
+    manifests = locations.manifest_dirs(runs_dir, args.splits_dir)
+    found = _results_by_run(runs_dir, args.collection, args.runs)
     collection = open_collection(_registry(), args.collection, data_dir=args.data_dir)
     genre_of = {d: doc.genre for d, doc in collection.documents.items()}
     rows = []
     for name, results in found.items():
         shares, s8 = [], []
         for path, res in results:
-            split = read_manifest(manifest_path(args.splits_dir, args.collection, res["seed"]))
+            split = read_manifest(find_manifest(manifests, args.collection, res["seed"]))
             shares.append(same_genre_share(read_rankings(path), split.query_genres, split.candidates, genre_of,
                                            args.k, where=f"{name} seed {res['seed']}"))
             s8.append(res["metrics"]["success@8"])
@@ -283,7 +309,9 @@ def cmd_leaderboard(args) -> int:
         write_pages,
     )
 
-    board = load_board(args.runs_dir, splits_dir=args.splits_dir, allow_empty=args.allow_empty, plots=not args.no_plots)
+    runs_dir, out = locations.runs_dir(args.runs_dir), locations.leaderboard_dir(args.out)
+    board = load_board(runs_dir, splits_dir=args.splits_dir, allow_empty=args.allow_empty, plots=not args.no_plots,
+                       reported=args.reported, bench_dir=args.bench_results)
     files = leaderboard_files(board)
     site = None
     if args.html is not None:
@@ -291,91 +319,141 @@ def cmd_leaderboard(args) -> int:
 
         check_site_folder(args.html)
         site = build_site(board, {k: v for k, v in files.items() if isinstance(v, bytes)})  # built before writing
-    written = write_pages(files, args.out)
-    print(f"wrote {len(written)} files to {args.out}: {', '.join(p.name for p in written)}")
+    written = write_pages(files, out)
+    print(f"wrote {len(written)} files to {out}: {', '.join(p.name for p in written)}")
     if site is not None:
         from harness.reports.html_site import write_site
 
         print(f"wrote the HTML leaderboard: {write_site(args.html, site) / 'index.html'} ({len(site)} pages)")
     print(summary(board))
-    print(f"the tables: {Path(args.out) / 'main.md'}")
+    print(f"the tables: {out / 'main.md'}")
     return 0
 
 
 def cmd_export(args) -> int:
     from harness.reports.export import export_tables
 
-    written = export_tables(args.runs_dir, args.out, args.format)
+    written = export_tables(locations.runs_dir(args.runs_dir), locations.export_dir(args.out), args.format)
     for p in written:
         print(f"wrote {p}")
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="aa-harness", description="Benchmark harness for cross-genre authorship attribution.")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def cmd_where(args) -> int:
+    from tabulate import tabulate
 
+    rows = [[loc.what, loc.flag or "–", loc.env or "–", loc.path] for loc in locations.all_locations()]
+    print(tabulate(rows, headers=["location", "flag", "environment", "resolved now"], tablefmt="github",
+                   disable_numparse=True))
+    print("\nOrder: the flag, then the environment variable, then the default shown. "
+          f"Defaults hang off the home (${locations.HOME_ENV}, else the per-user data folder).")
+    return 0
+
+
+# Shared options: one wording and one default rule per option, whichever verb takes it.
+
+def _add_runs_dir(sp, what: str = "results folder") -> None:
+    sp.add_argument("--runs-dir", type=Path, default=None,
+                    help=f"{what}: <runs-dir>/<collection>/<run>/seed-<S>.json (default: ${locations.RUNS_ENV}, "
+                         "else <home>/runs; `aa-harness where` shows it)")
+
+
+def _add_splits_dir(sp) -> None:
+    sp.add_argument("--splits-dir", type=Path, default=None,
+                    help="split manifests folder, read and written alone (default: the harness's read-only record "
+                         "for its own collections, then <runs-dir>-splits/ beside the runs folder, where manifests "
+                         "that runs build go)")
+
+
+def _add_data_dir(sp) -> None:
+    sp.add_argument("--data-dir", help=f"data folder for the collection (default: its environment variable, "
+                                       f"${locations.CORPORA_ENV} for the public corpora, else <home>/corpora)")
+
+
+def _add_set(sp, what: str = "override a config value, read by the key's type (repeatable)") -> None:
+    sp.add_argument("--set", action="append", metavar="KEY=VALUE", help=what)
+
+
+def _add_overwrite(sp) -> None:
+    sp.add_argument("--overwrite", action="store_true", help="recompute results that are up to date")
+
+
+def _add_data_options(sp) -> None:
+    """The collection, its seeds and split settings, and where data, manifests and results are."""
+    sp.add_argument("--collection", default="demo", help="registered name, or a canonical JSONL(.gz) path (default: demo)")
+    sp.add_argument("--name-collection", metavar="NAME",
+                    help="name a collection given as a path (default: the file's stem); it names its manifests and "
+                         "results folder, so two different files called tiny.jsonl need two names")
+    sp.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS), help="split seeds (default: 0 1001 2001 3001)")
+    _add_data_dir(sp)
+    sp.add_argument("--background", nargs="*", default=[], help="extra background JSONL files (with a path collection)")
+    sp.add_argument("--author-fraction", type=float, default=None,
+                    help="share of foreground authors sampled per seed (default: the collection's, "
+                         f"else {DEFAULT_AUTHOR_FRACTION})")
+    sp.add_argument("--pool", choices=POOLS, default=None,
+                    help="candidate pool: paper (Appendix B: sampled authors' other-genre documents + background) "
+                         "or all (also the foreground authors not sampled); default: the collection's, else all")
+    sp.add_argument("--max-needle-cosine", type=float, default=None, metavar="T",
+                    help="dissimilarity rule: drop queries with a needle at word TF-IDF cosine >= T "
+                         "(1: no rule; default: the collection's)")
+    _add_splits_dir(sp)
+    _add_runs_dir(sp)
+
+
+# One function per verb, in the order `aa-harness --help` lists them.
+
+def _add_systems_parser(sub) -> None:
     sp = sub.add_parser("systems", help="list registered systems, or one system's --set keys")
     sp.add_argument("name", nargs="?", metavar="NAME",
                     help="a system: show its capabilities and config keys with type, default and help")
     sp.set_defaults(fn=cmd_systems)
+
+
+def _add_collections_parser(sub) -> None:
     sp = sub.add_parser("collections", help="list registered collections and whether their data was found, and where")
     sp.add_argument("--data-dir", help="look for the data here instead of the environment variables' folders")
     sp.set_defaults(fn=cmd_collections)
 
-    def data_args(sp):
-        sp.add_argument("--collection", default="demo", help="registered name, or a canonical JSONL(.gz) path (default: demo)")
-        sp.add_argument("--name-collection", metavar="NAME",
-                        help="name a collection given as a path (default: the file's stem); it names its manifests and "
-                             "results folder, so two different files called tiny.jsonl need two names")
-        sp.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS), help="split seeds (default: 0 1001 2001 3001)")
-        sp.add_argument("--data-dir", help="data folder for the collection (else its environment variable)")
-        sp.add_argument("--background", nargs="*", default=[], help="extra background JSONL files (with a path collection)")
-        sp.add_argument("--author-fraction", type=float, default=None,
-                        help="share of foreground authors sampled per seed (default: the collection's, "
-                             f"else {DEFAULT_AUTHOR_FRACTION})")
-        sp.add_argument("--pool", choices=POOLS, default=None,
-                        help="candidate pool: paper (Appendix B: sampled authors' other-genre documents + background) "
-                             "or all (also the foreground authors not sampled); default: the collection's, else all")
-        sp.add_argument("--max-needle-cosine", type=float, default=None, metavar="T",
-                        help="dissimilarity rule: drop queries with a needle at word TF-IDF cosine >= T "
-                             "(1: no rule; default: the collection's)")
-        sp.add_argument("--splits-dir", type=Path, default=None,
-                        help="split manifests folder (default: the harness's committed splits/ for a registered "
-                             "collection; <runs-dir>-splits/ beside the runs folder for a path collection)")
-        sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"),
-                        help="results folder: <runs-dir>/<collection>/<run>/seed-<S>.json (default: leaderboards/runs)")
 
+def _add_where_parser(sub) -> None:
+    sp = sub.add_parser("where", help="print every folder the harness reads or writes, as resolved now")
+    sp.set_defaults(fn=cmd_where)
+
+
+def _add_split_parser(sub) -> None:
     sp = sub.add_parser("split", help="build (or check) split manifests and print the counts table")
-    data_args(sp)
+    _add_data_options(sp)
     sp.add_argument("--overwrite", action="store_true",
                     help="rebuild manifests even if they exist (results made on the old ones no longer match)")
     sp.add_argument("--closeness", action="store_true",
                     help="also print how close the haystack is to the queries (LSA nearest neighbours)")
     sp.set_defaults(fn=cmd_split)
 
+
+def _add_compare_parser(sub) -> None:
     sp = sub.add_parser("compare", help="paired significance test of two runs on one collection (pooled seeds)")
     sp.add_argument("run_a", metavar="RUN_A", help="a run name under <runs-dir>/<collection>/")
     sp.add_argument("run_b", metavar="RUN_B", help="the run to compare it with (same collection and seeds)")
     sp.add_argument("--collection", required=True, help="the collection both runs were made on")
-    sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"),
-                    help="results folder (default: leaderboards/runs)")
-    sp.add_argument("--splits-dir", type=Path, default=Path("splits"),
-                    help="manifests, for the author clusters (default: splits)")
+    _add_runs_dir(sp)
+    _add_splits_dir(sp)
     sp.add_argument("--resamples", type=int, default=10000,
                     help="randomization and bootstrap resamples (default 10000)")
     sp.set_defaults(fn=cmd_compare)
 
+
+def _add_topic_share_parser(sub) -> None:
     sp = sub.add_parser("topic-share", help="how much of each run's top k is in the query's own genre (topic)")
     sp.add_argument("runs", nargs="+", metavar="RUN", help="run names under <runs-dir>/<collection>/")
     sp.add_argument("--collection", required=True, help="the collection the runs were made on")
     sp.add_argument("--k", type=int, default=8, help="top k to look at (default 8)")
-    sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"),
-                    help="results folder (default: leaderboards/runs)")
-    sp.add_argument("--splits-dir", type=Path, default=Path("splits"), help="manifests (default: splits)")
-    sp.add_argument("--data-dir", help="data folder for the collection (else its environment variable)")
+    _add_runs_dir(sp)
+    _add_splits_dir(sp)
+    _add_data_dir(sp)
     sp.set_defaults(fn=cmd_topic_share)
 
+
+def _add_topics_parser(sub) -> None:
     sp = sub.add_parser("topics", help="derive per-document topic labels for a single-genre corpus (or compare k)")
     sp.add_argument("--input", nargs="+", required=True, help="canonical JSONL(.gz) files")
     sp.add_argument("--k", type=int, nargs="+", default=[20], help="topics; several values: print the k study")
@@ -386,38 +464,45 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the input rewritten with genre = topic label (keep it outside the repository)")
     sp.set_defaults(fn=cmd_topics)
 
+
+def _add_run_parser(sub) -> None:
     sp = sub.add_parser("run", help="run systems on a collection's splits and write results")
     sp.add_argument("systems", nargs="+", metavar="SYSTEM", help="registered system names (`aa-harness systems`)")
-    data_args(sp)
-    sp.add_argument("--set", action="append", metavar="KEY=VALUE",
-                    help="override a system config value, read by the key's type (repeatable; "
-                         "`aa-harness systems NAME` lists the keys)")
+    _add_data_options(sp)
+    _add_set(sp, "override a system config value, read by the key's type (repeatable; "
+                 "`aa-harness systems NAME` lists the keys)")
     sp.add_argument("--name", help="run name (default: the system name); results go to <runs-dir>/<collection>/<name>/")
     sp.add_argument("--model", help="a trained model folder (the same as --set model=DIR)")
     sp.add_argument("--depth", type=int, default=100, help="ranking depth kept per query (default 100)")
-    sp.add_argument("--overwrite", action="store_true", help="recompute results that are up to date")
+    _add_overwrite(sp)
     sp.add_argument("--no-progress", action="store_true",
                     help="no progress bars (the per-seed lines and slow-encoding warnings still print)")
     sp.set_defaults(fn=cmd_run)
 
+
+def _add_rerank_parser(sub) -> None:
     sp = sub.add_parser("rerank", help="rescore a first-stage run's top k with a reranker, per seed")
     sp.add_argument("system", metavar="SYSTEM", help="a reranker system (`aa-harness systems` shows `rerank`)")
-    data_args(sp)
+    _add_data_options(sp)
     sp.add_argument("--first-stage", required=True, help="run name of the first stage (its rankings are read)")
     sp.add_argument("--depth", type=int, default=100, help="how many first-stage candidates to rescore (default 100)")
     sp.add_argument("--model", help="the trained reranker folder (the same as --set model=DIR)")
-    sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value (repeatable)")
+    _add_set(sp, "override a config value (repeatable)")
     sp.add_argument("--name", help="run name (default: <first stage>+<system>-<strategy>)")
-    sp.add_argument("--overwrite", action="store_true", help="recompute results that are up to date")
+    _add_overwrite(sp)
     sp.set_defaults(fn=cmd_rerank)
 
+
+def _add_train_parser(sub) -> None:
     sp = sub.add_parser("train", help="train a system on canonical JSONL training data")
     sp.add_argument("system", metavar="SYSTEM", help="a trainable system (`aa-harness systems NAME` says)")
     sp.add_argument("--train", nargs="+", required=True, help="canonical JSONL(.gz) training files (e.g. curated blogs)")
     sp.add_argument("--out", type=Path, required=True, help="output folder: model/, train_log.json, checkpoint/")
-    sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value (repeatable)")
+    _add_set(sp, "override a config value (repeatable)")
     sp.set_defaults(fn=cmd_train)
 
+
+def _add_curate_parser(sub) -> None:
     sp = sub.add_parser("curate", help="the paper's training-data curation (length, author counts, dissimilar pair, PII)")
     sp.add_argument("--input", nargs="+", required=True, help="canonical JSONL(.gz) files")
     sp.add_argument("--out", type=Path, required=True,
@@ -434,47 +519,124 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--device", default="auto", help="cuda, cpu or auto (CUDA when present)")
     sp.set_defaults(fn=cmd_curate)
 
-    sp = sub.add_parser("leaderboard", help="regenerate leaderboards/*.md and plots from the run files")
-    sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"),
-                    help="results to read: <runs-dir>/<collection>/<run>/seed-<S>.json (default: leaderboards/runs)")
-    sp.add_argument("--out", type=Path, default=Path("leaderboards"),
-                    help="folder for the pages and plots (default: leaderboards); only pages these runs produce are written")
+
+def _add_leaderboard_parser(sub) -> None:
+    sp = sub.add_parser("leaderboard", help="regenerate the leaderboard pages and plots from the run files")
+    _add_runs_dir(sp, "results to read")
+    sp.add_argument("--out", type=Path, default=None,
+                    help="folder for the pages and plots (default: <home>/leaderboards); only pages these runs "
+                         "produce are written")
     sp.add_argument("--no-plots", action="store_true", help="tables only, no PNG plots (faster)")
-    sp.add_argument("--splits-dir", type=Path, default=None,
-                    help="split manifests the results are checked against (default: the harness's splits/ for its "
-                         "collections, <runs-dir>-splits for collections given as files)")
+    _add_splits_dir(sp)
+    sp.add_argument("--reported", action="store_true", help="also write reported.md: the figures the paper reports")
+    sp.add_argument("--bench-results", type=Path, default=None, metavar="DIR",
+                    help="also write performance.md from the benchmark result files in DIR")
     sp.add_argument("--allow-empty", action="store_true", help="write the pages even when the runs folder has no results")
     sp.add_argument("--html", type=Path, default=None, metavar="DIR",
                     help="also write a static HTML leaderboard (DIR/index.html, a page per run; no server or network "
                          "needed); an earlier site in DIR is replaced whole")
     sp.set_defaults(fn=cmd_leaderboard)
 
+
+def _add_export_parser(sub) -> None:
     sp = sub.add_parser("export", help="write the leaderboard tables and per-query ranks as CSV or JSON")
-    sp.add_argument("--runs-dir", type=Path, default=Path("leaderboards/runs"),
-                    help="results to read (default: leaderboards/runs)")
-    sp.add_argument("--out", type=Path, default=Path("export"),
-                    help="folder for leaderboard.*, per-seed.* and per-query.* (default: export)")
+    _add_runs_dir(sp, "results to read")
+    sp.add_argument("--out", type=Path, default=None,
+                    help="folder for leaderboard.*, per-seed.* and per-query.* (default: <home>/export)")
     sp.add_argument("--format", choices=["csv", "json"], default="csv", help="file format (default csv)")
     sp.set_defaults(fn=cmd_export)
 
+
+VERBS = (_add_systems_parser, _add_collections_parser, _add_where_parser, _add_split_parser, _add_compare_parser,
+         _add_topic_share_parser, _add_topics_parser, _add_run_parser, _add_rerank_parser, _add_train_parser,
+         _add_curate_parser, _add_leaderboard_parser, _add_export_parser)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="aa-harness", description="Benchmark harness for cross-genre authorship attribution.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version_line()}")
+    p.add_argument("--debug", action="store_true",
+                   help=f"print the full traceback (with its chained cause) of an error (or set {DEBUG_ENV}=1)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in VERBS:
+        add(sub)
     from harness.plugins import add_plugin_commands
 
     add_plugin_commands(sub)  # after the built-in verbs, so a plugin cannot take one of their names
+    for verb in sub.choices.values():  # also accepted after the verb
+        if "--debug" in verb._option_string_actions:  # a plugin's command that has its own
+            continue
+        verb.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                          help=f"print the full traceback of an error, with its chained cause (or set {DEBUG_ENV}=1)")
     return p
+
+
+def _version_line() -> str:
+    from harness.provenance import git_commit, harness_version
+
+    return f"{harness_version()} (commit {git_commit()})"
+
+
+DEBUG_ENV = "AA_HARNESS_DEBUG"
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes to the sys.stderr of the moment (tests swap it), each record as `aa-harness: ...`."""
+
+    def __init__(self):
+        super().__init__()
+        self.setFormatter(logging.Formatter("aa-harness: %(message)s"))
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        if record.levelno >= logging.WARNING:
+            text = text.replace("aa-harness: ", f"aa-harness: {record.levelname.lower()}: ", 1)
+        return text
+
+
+_HANDLER = _StderrHandler()
+
+
+def _configure_logging(debug: bool) -> None:
+    """The harness's and the plugins' records go to stderr; other libraries' warnings too."""
+    root = logging.getLogger()
+    if _HANDLER not in root.handlers:
+        root.addHandler(_HANDLER)
+    if root.level == logging.NOTSET or root.level > logging.WARNING:
+        root.setLevel(logging.WARNING)
+    for name in ("harness", "plugins"):
+        logging.getLogger(name).setLevel(logging.DEBUG if debug else logging.INFO)
+
+
+def _error_line(e: BaseException) -> str:
+    if isinstance(e, OSError):
+        where = e.filename if e.filename is not None else "?"
+        return f"{where}: {e.strerror or e}"
+    return str(e)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    debug = args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    _configure_logging(debug)
     try:
         return args.fn(args)
-    except HarnessError as e:
-        print(f"aa-harness: error: {e}", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # `aa-harness systems | head`: the reader left; not an error of ours
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except (HarnessError, OSError) as e:
+        if debug:
+            traceback.print_exception(type(e), e, e.__traceback__, file=sys.stderr)
+        print(f"aa-harness: error: {_error_line(e)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("aa-harness: interrupted; finished seeds are kept, a rerun continues from there", file=sys.stderr)
         return 130

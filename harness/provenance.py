@@ -5,6 +5,7 @@ import datetime as dt
 import importlib.metadata as md
 import os
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,6 @@ from pathlib import Path
 PACKAGES = ("aa-harness", "numpy", "scipy", "scikit-learn", "rank-bm25", "torch", "transformers",
             "sentence-transformers", "peft", "faiss-cpu", "faiss-gpu")
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CODE_PATHS = ("harness", "plugins", "pyproject.toml")
 
 
@@ -28,18 +28,57 @@ def package_versions() -> dict[str, str]:
     return out
 
 
-def git_commit() -> str:
-    """HEAD, with "-dirty" if the code (not results or splits) has uncommitted changes.
+def development_checkout() -> Path | None:
+    """The harness's own git checkout when it runs from one (a git work tree whose pyproject
+    names aa-harness, right above the package); None when installed (site-packages)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        if not (root / ".git").exists():
+            return None
+        text = (root / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return root if re.search(r'^name\s*=\s*"aa-harness"\s*$', text, re.M) else None
 
-    AA_HARNESS_GIT_COMMIT overrides it, for copies of the tree without .git (GPU machines).
+
+def _built_version() -> tuple[str, str]:
+    """(version, commit) that setuptools-scm wrote into harness/_version.py at build time."""
+    import importlib
+
+    try:
+        _version = importlib.import_module("harness._version")
+    except ImportError:
+        return "unknown", "unknown"
+    commit = str(getattr(_version, "__commit__", "") or "").removeprefix("g")
+    return str(getattr(_version, "__version__", "unknown")), commit or "unknown"
+
+
+def harness_version() -> str:
+    """The installed harness's version (build-time metadata; "unknown" in a checkout never built)."""
+    version, _ = _built_version()
+    if version == "unknown":
+        try:
+            version = md.version("aa-harness")
+        except md.PackageNotFoundError:
+            pass
+    return version
+
+
+def git_commit() -> str:
+    """The harness's own commit: $AA_HARNESS_GIT_COMMIT; else in a development checkout its HEAD,
+    with "-dirty" if the code (not results or splits) has uncommitted changes; else the commit
+    recorded at build time. Never the commit of a repository the user runs it in.
     """
     if os.environ.get("AA_HARNESS_GIT_COMMIT"):
         return os.environ["AA_HARNESS_GIT_COMMIT"]
+    checkout = development_checkout()
+    if checkout is None:
+        return _built_version()[1]
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=10)
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=checkout, capture_output=True, text=True, timeout=10)
         if head.returncode != 0:
             return "unknown"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS], cwd=PROJECT_ROOT,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS], cwd=checkout,
                                capture_output=True, text=True, timeout=10)
         return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
@@ -68,6 +107,7 @@ def provenance(system=None, wall_seconds: float | None = None, plugin: dict | No
     """plugin: {"name", "distribution", "version"} of the plugin that registered the system, if known."""
     out = {
         "packages": package_versions(),
+        "harness_version": harness_version(),
         "git_commit": git_commit(),
         "device": device_name(system),
         "platform": platform.platform(),

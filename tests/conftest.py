@@ -5,6 +5,7 @@ import importlib.util
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,15 @@ ROOT = Path(__file__).resolve().parent.parent
 if importlib.util.find_spec("aa_harness_bench") is None:  # the bench distribution, from the checkout when not installed
     sys.path.append(str(ROOT / "benchmarks"))
 CORPORA = Path(os.environ.get("AA_HARNESS_CORPORA", ROOT.parent / "shared" / "corpora"))
+RECORD = ROOT / "harness" / "record" / "splits"
+
+# The tests never write into the user's per-user folders: their home is a fresh temporary
+# folder; corpora and the development cache (model copies, embeddings) are the checkout's.
+os.environ["AA_HARNESS_HOME"] = tempfile.mkdtemp(prefix="aa-harness-test-home-")
+os.environ.setdefault("AA_HARNESS_CORPORA", str(CORPORA))
+os.environ.setdefault("AA_HARNESS_CACHE", str(ROOT / ".cache"))
+for _var in ("AA_HARNESS_RUNS_DIR", "AA_HARNESS_DEBUG"):
+    os.environ.pop(_var, None)
 
 
 def local_model(ref: str) -> Path:

@@ -62,7 +62,8 @@ def test_collection_without_any_multi_genre_author(tmp_path):
 
 def test_missing_data_folder(tmp_path, capsys):
     assert _run(tmp_path, "bm25", "--collection", "pan19-en", "--data-dir", str(tmp_path / "nowhere")) == 2
-    assert "does not exist" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "nowhere: public corpora folder not found" in err and "--data-dir" in err and "AA_HARNESS_CORPORA" in err
     assert _nothing_written(tmp_path)
 
 

@@ -16,7 +16,7 @@ from harness.data.documents import Document
 from harness.plugins import load_registry, plugin_manager
 from harness.runs.results import read_result
 from harness.runs.run_job import RunJob, run_job
-from tests.conftest import ROOT, doc, write_jsonl
+from tests.conftest import RECORD, ROOT, doc, write_jsonl
 
 EXAMPLE_SRC = ROOT / "examples" / "aa-harness-example" / "src"
 
@@ -26,12 +26,11 @@ EXAMPLE_SRC = ROOT / "examples" / "aa-harness-example" / "src"
 @pytest.fixture
 def no_models(tmp_path, monkeypatch):
     """No local copy anywhere and no hub: an empty model dir, an empty HF cache, a dead endpoint."""
-    import harness.neural.models as models
 
     monkeypatch.setenv("AA_HARNESS_MODEL_DIR", str(tmp_path / "models"))
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
-    monkeypatch.setattr(models, "PROJECT_MODELS", tmp_path / "project-models")
+    monkeypatch.setenv("AA_HARNESS_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     return tmp_path
 
@@ -44,8 +43,9 @@ def test_missing_model_fails_fast_in_one_line_naming_where_and_how(no_models):
         resolve_model("sentence-transformers/all-mpnet-base-v2")
     msg = str(e.value)
     assert isinstance(e.value, HarnessError) and "\n" not in msg
-    assert "all-mpnet-base-v2" in msg and str(no_models / "models") in msg and "fetch_pretrained.py" in msg
-    assert "AA_HARNESS_MODEL_DIR" in msg
+    assert "all-mpnet-base-v2" in msg and str(no_models / "models") in msg
+    assert "huggingface-cli download sentence-transformers/all-mpnet-base-v2" in msg and "AA_HARNESS_MODEL_DIR" in msg
+    assert "shared" not in msg and "fetch_pretrained" not in msg  # no development-only advice
 
 
 def test_hub_probe_is_bounded(no_models, monkeypatch):
@@ -62,9 +62,9 @@ def test_model_lookup_order(no_models, monkeypatch):
     import harness.neural.models as models
     from harness.neural.models import resolve_model
 
-    project = no_models / "project-models" / "m"
-    project.mkdir(parents=True)
-    assert resolve_model("org/m") == str(project)  # the project's .cache/models
+    cached = no_models / "cache" / "models" / "m"
+    cached.mkdir(parents=True)
+    assert resolve_model("org/m") == str(cached)  # <cache>/models
     env = no_models / "models" / "m"
     env.mkdir(parents=True)
     assert resolve_model("org/m") == str(env)  # $AA_HARNESS_MODEL_DIR first
@@ -80,7 +80,7 @@ def test_cli_run_without_a_model_copy_is_one_line(no_models, tmp_path, capsys):
     code = main(["run", "sbert", "--collection", "demo", "--seeds", "0", "--runs-dir", str(tmp_path / "runs"),
                  "--no-progress"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and "fetch_pretrained.py" in err[0]
+    assert code == 2 and len(err) == 1 and "huggingface-cli download" in err[0]
 
 
 # 2. CPU awareness: an estimate and one bar per phase -----------------------------------------
@@ -242,7 +242,7 @@ def test_example_plugin_runs_end_to_end(example_plugin, tmp_path, monkeypatch):
     assert res["config"]["smoothing"] == 1.0 and res["metrics"]["success@100"] > 0
     assert res["provenance"]["plugin"]["name"] == example_plugin.__name__
     assert (tmp_path / "runs-splits" / "example-letters" / "seed-0.json").is_file()  # not the harness's splits/
-    assert not (ROOT / "splits" / "example-letters").exists()
+    assert not (RECORD / "example-letters").exists()
 
 
 def test_provenance_records_the_plugin_distribution_and_version(tmp_path, monkeypatch, small_collection_file):
@@ -285,7 +285,7 @@ def test_path_collections_are_named_and_keep_their_manifests_apart(tmp_path, mon
     common = ["--seeds", "0", "--runs-dir", str(runs), "--no-progress"]
     assert main(["run", "bm25", "--collection", str(first), *common]) == 0
     assert (tmp_path / "my-runs-splits" / "tiny" / "seed-0.json").is_file()
-    assert not (tmp_path / "splits").exists() and not (ROOT / "splits" / "tiny").exists()
+    assert not (tmp_path / "splits").exists() and not (RECORD / "tiny").exists()
     capsys.readouterr()
     assert main(["run", "bm25", "--collection", str(second), *common]) == 2
     err = capsys.readouterr().err
@@ -297,10 +297,11 @@ def test_path_collections_are_named_and_keep_their_manifests_apart(tmp_path, mon
 
 
 def test_registered_collections_use_the_committed_manifests_wherever_run(tmp_path, monkeypatch):
-    from harness.runs.run_job import DEFAULT_SPLITS_DIR, splits_dir_for
+    from harness.runs.run_job import split_places
 
     monkeypatch.chdir(tmp_path)
-    assert splits_dir_for(load_registry(), "demo", tmp_path / "runs", None) == DEFAULT_SPLITS_DIR == ROOT / "splits"
+    places = split_places(load_registry(), "demo", tmp_path / "runs", None)
+    assert places.record == RECORD and places.folder == tmp_path / "runs-splits"
 
 
 # 6. leaderboard --out DIR --------------------------------------------------------------------
@@ -314,9 +315,9 @@ def test_leaderboard_of_other_runs_writes_only_its_pages_and_a_short_summary(tmp
     assert len(printed.splitlines()) <= 6 and "demo: 1 run(s); best Success@8: bm25" in printed
     assert sorted(p.name for p in out.glob("*.md")) == ["main.md", "per-genre.md"]
     page = (out / "main.md").read_text()
-    assert f"from {runs.resolve().as_posix()};" in page.splitlines()[0]
+    assert str(tmp_path) not in page and "my-runs" not in page  # no machine path
     assert "leaderboards/runs" not in page and "training-loss.png" not in page and "performance.md" not in page
-    assert ".png" not in page  # --no-plots: no link to a plot that was not drawn
+    assert "success-at-k-demo.png" in page  # linked whether or not drawn: the page does not depend on --no-plots
 
 
 # 8. systems NAME, collections, export, help ------------------------------------------------------

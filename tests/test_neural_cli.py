@@ -7,7 +7,7 @@ pytest.importorskip("torch")
 
 from harness.cli import main  # noqa: E402
 from harness.runs.results import read_result  # noqa: E402
-from tests.conftest import ROOT, write_jsonl  # noqa: E402
+from tests.conftest import RECORD, write_jsonl  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -24,7 +24,7 @@ def test_train_then_run_sadiri_from_the_cli(tiny_bert_dir, tmp_path, isolated_ca
     assert json.loads((tmp_path / "m" / "train_config.json").read_text())["config"]["max_steps"] == 2
     assert main(["run", "sadiri", "--model", str(tmp_path / "m" / "model"), *common, "--collection", "demo",
                  "--seeds", "0", "--name", "sadiri-tiny", "--runs-dir", str(tmp_path / "runs"),
-                 "--splits-dir", str(ROOT / "splits"), "--no-progress"]) == 0
+                 "--splits-dir", str(RECORD), "--no-progress"]) == 0
     res = read_result(tmp_path / "runs" / "demo" / "sadiri-tiny" / "seed-0.json")
     # the model is recorded by content hash and card, never by the machine path it was read from
     assert res["system"] == "sadiri" and res["config"]["model"].startswith("sha256:")

@@ -254,7 +254,7 @@ def test_train_writes_a_model_card_and_runs_record_the_model_by_content(tiny_ber
     from harness.runs.results import read_result
     from harness.runs.run_job import RunJob, run_job
     from harness.runs.train_job import train_job
-    from tests.conftest import ROOT, write_jsonl
+    from tests.conftest import RECORD, write_jsonl
 
     docs = _train_docs()
     data = write_jsonl(tmp_path / "train.jsonl", [{"documentID": d.documentID, "authorIDs": list(d.authorIDs),
@@ -273,7 +273,7 @@ def test_train_writes_a_model_card_and_runs_record_the_model_by_content(tiny_ber
     assert card["global_batch"] == {"unit": "authors", "per_batch": 6, "grad_accumulation": 1, "per_optimizer_step": 6}
     assert card["commit"]
     out = run_job(reg, RunJob(systems=["sadiri"], collection="demo", seeds=[0], runs_dir=tmp_path / "runs",
-                              splits_dir=ROOT / "splits", overrides={**sets, "model": str(model)}, progress=False),
+                              splits_dir=RECORD, overrides={**sets, "model": str(model)}, progress=False),
                   log=lambda *_: None)
     res = read_result(out[0].path)
     assert res["config"]["model"] == f"sha256:{content_sha256(model)}"

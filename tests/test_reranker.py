@@ -354,7 +354,7 @@ def test_rerank_reorders_a_first_stage_as_the_scores_say(tmp_path):
     from harness.runs.results import read_rankings, read_result
     from harness.runs.run_job import RunJob, run_job
     from harness.specs import SystemSpec
-    from tests.conftest import ROOT
+    from tests.conftest import RECORD
 
     class Plugin:
         @hookimpl
@@ -363,7 +363,7 @@ def test_rerank_reorders_a_first_stage_as_the_scores_say(tmp_path):
                                 capabilities=("rerank",)))
 
     reg = load_registry(plugin_manager(entrypoints=False, extra=(Plugin(),)))
-    common = dict(collection="demo", seeds=[0], runs_dir=tmp_path, splits_dir=ROOT / "splits")
+    common = dict(collection="demo", seeds=[0], runs_dir=tmp_path, splits_dir=RECORD)
     run_job(reg, RunJob(systems=["bm25"], progress=False, **common), log=lambda *_: None)
     out = rerank_job(reg, RerankJob(system="by-length", first_stage="bm25", **common), log=lambda *_: None)
     assert out[0].path.parent.name == "bm25+by-length"

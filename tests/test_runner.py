@@ -106,11 +106,11 @@ def test_ranking_a_non_candidate_is_an_error_and_writes_nothing(tmp_path):
 
 def test_committed_demo_results_reproduce(tmp_path):
     """The committed BM25 and char-ngram demo results are exactly what the code computes now."""
-    from tests.conftest import ROOT
+    from tests.conftest import RECORD, ROOT
 
     reg = load_registry()
     for system in ("bm25", "char-ngram"):
-        run_job(reg, _job(tmp_path, systems=[system], seeds=[0], splits_dir=ROOT / "splits"), log=lambda *_: None)
+        run_job(reg, _job(tmp_path, systems=[system], seeds=[0], splits_dir=RECORD), log=lambda *_: None)
         mine = read_result(tmp_path / "runs" / "demo" / system / "seed-0.json")
         theirs = read_result(ROOT / "leaderboards" / "runs" / "demo" / system / "seed-0.json")
         assert mine["split_sha256"] == theirs["split_sha256"]

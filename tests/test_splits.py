@@ -13,7 +13,7 @@ from harness.evaluation.splits import (
     read_manifest,
     write_manifest,
 )
-from tests.conftest import ROOT, doc, write_jsonl
+from tests.conftest import RECORD, doc, write_jsonl
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_manifest_round_trip_and_tamper_detection(demo, tmp_path):
 
 def test_committed_demo_manifests_are_reproduced(demo):
     for seed in SEEDS:
-        path = ROOT / "splits" / "demo" / f"seed-{seed}.json"
+        path = RECORD / "demo" / f"seed-{seed}.json"
         assert path.read_text(encoding="utf-8") == build_split(demo, seed).to_json(), f"{path} is stale"
 
 
@@ -78,7 +78,7 @@ def test_committed_pan19_manifests_are_reproduced(corpora):
 
     c = pan_collection("pan19-en", corpora)
     for seed in SEEDS:
-        path = ROOT / "splits" / "pan19-en" / f"seed-{seed}.json"
+        path = RECORD / "pan19-en" / f"seed-{seed}.json"
         assert path.read_text(encoding="utf-8") == build_split(c, seed).to_json(), f"{path} is stale"
 
 

@@ -19,9 +19,9 @@ from harness.errors import DataError, HarnessError
 from harness.hookspecs import hookimpl
 from harness.plugins import load_registry, plugin_manager
 from harness.specs import SystemSpec
-from tests.conftest import ROOT, doc, write_jsonl
+from tests.conftest import RECORD, ROOT, doc, write_jsonl
 
-SPLITS = ROOT / "splits"
+SPLITS = RECORD
 COMMITTED = ROOT / "leaderboards" / "runs"
 
 

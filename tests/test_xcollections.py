@@ -15,7 +15,7 @@ from harness.data.topic_labels import (
 )
 from harness.evaluation.dissimilarity import DissimilarityRule
 from harness.evaluation.splits import SEEDS, build_split, get_split
-from tests.conftest import ROOT, write_jsonl
+from tests.conftest import RECORD, write_jsonl
 
 THEMES = {
     "sea": "boat harbour sail wave tide anchor fish coast",
@@ -163,7 +163,7 @@ def test_committed_manifests_are_reproduced(corpora, name):
     loader = {"reddit-xsub": builtin.reddit_xsub_collection, "blogs-xtopic": builtin.blogs_xtopic_collection}[name]
     c = loader(corpora)
     for seed in SEEDS:
-        path = ROOT / "splits" / name / f"seed-{seed}.json"
+        path = RECORD / name / f"seed-{seed}.json"
         assert path.read_text(encoding="utf-8") == build_split(c, seed).to_json(), f"{path} is stale"
 
 

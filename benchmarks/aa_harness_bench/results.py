@@ -7,6 +7,7 @@ import os
 import re
 from pathlib import Path
 
+from harness import locations
 from harness.atomic import atomic_write_text
 from harness.provenance import git_commit
 
@@ -15,12 +16,12 @@ _CHECKOUT = Path(__file__).resolve().parents[1]  # benchmarks/ when this package
 
 def results_dir() -> Path:
     """Where results go without --out: $AA_HARNESS_BENCH_DIR, else the checkout's benchmarks/results,
-    else benchmarks/results under the working folder (an installed copy has no checkout beside it)."""
-    if env := os.environ.get("AA_HARNESS_BENCH_DIR"):
-        return Path(env)
+    else <home>/bench (harness.locations; an installed copy has no checkout beside it)."""
+    if os.environ.get(locations.BENCH_ENV):
+        return locations.bench_dir()
     if (_CHECKOUT / "pyproject.toml").is_file() and (_CHECKOUT / "aa_harness_bench").is_dir():
         return _CHECKOUT / "results"
-    return Path("benchmarks") / "results"
+    return locations.bench_dir()
 
 
 def slug(text: str) -> str:

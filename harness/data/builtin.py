@@ -16,9 +16,10 @@ import os
 from pathlib import Path
 
 from harness.data.collection import load_collection
-from harness.data.locations import HRS_ENV, corpora_dir, corpus_file, hrs_dir
+from harness.data.corpus_folders import corpora_dir, corpus_file, hrs_dir
 from harness.errors import DataError
 from harness.hookspecs import hookimpl
+from harness.locations import HRS_ENV
 from harness.specs import CollectionSpec
 
 HAYSTACK = ("blogs-background.jsonl.gz", "enron.jsonl.gz")
@@ -71,9 +72,10 @@ def all_view_collection(name: str, data_dir=None):
 
 
 def topic_labels_path(name: str) -> Path:
-    from harness.provenance import PROJECT_ROOT
+    """A built-in collection's committed topic labels, in the package's read-only record."""
+    from harness.locations import record_splits_dir
 
-    return PROJECT_ROOT / "splits" / name / "topic-labels.json"
+    return record_splits_dir() / name / "topic-labels.json"
 
 
 def blogs_xtopic_collection(data_dir=None, view: str = ""):
@@ -96,6 +98,26 @@ def pan_location(name: str, data_dir=None) -> str:
     for f in (f"{name}.jsonl.gz", *HAYSTACK):
         corpus_file(folder, f)
     return str(folder)
+
+
+def file_location(filename: str, data_dir=None) -> str:
+    """The corpus folder when it holds the collection's one file (raises DataError otherwise)."""
+    folder = corpora_dir(data_dir)
+    corpus_file(folder, filename)
+    return str(folder)
+
+
+def view_location(name: str, data_dir=None) -> str:
+    """Where the file of a view's underlying collection (e.g. reddit-xsub for reddit-xsub-all) is."""
+    return file_location(f"{name}.jsonl.gz", data_dir)
+
+
+def reddit_xsub_location(data_dir=None) -> str:
+    return file_location("reddit-xsub.jsonl.gz", data_dir)
+
+
+def blogs_xtopic_location(data_dir=None) -> str:
+    return file_location("blogs-xtopic.jsonl.gz", data_dir)
 
 
 def hrs_location(release: str, data_dir=None) -> str:
@@ -144,15 +166,16 @@ def register_collections(register):
                                 "public corpora folder", args=(name,), locate="harness.data.builtin:pan_location"))
     register(CollectionSpec("reddit-xsub", "harness.data.builtin:reddit_xsub_collection",
                             "cross-subreddit: 161 users in 2+ college subreddits; haystack of 4,659 one-document users "
-                            "and one-subreddit users", "public corpora folder", locate="harness.data.builtin:pan_location"))
+                            "and one-subreddit users", "public corpora folder", locate="harness.data.builtin:reddit_xsub_location"))
     register(CollectionSpec("blogs-xtopic", "harness.data.builtin:blogs_xtopic_collection",
                             "cross-topic blogs: topic labels derived from the text (TF-IDF, LSA, k-means), "
-                            "needles lexically far from their query", "public corpora folder", locate="harness.data.builtin:pan_location"))
+                            "needles lexically far from their query", "public corpora folder",
+                            locate="harness.data.builtin:blogs_xtopic_location"))
     for name in RULE_VIEWS:
         register(CollectionSpec(name + ALL_VIEW, "harness.data.builtin:all_view_collection",
                                 f"{name} with every cross-genre query: the same data, seeds, author fraction and pool, "
                                 "no dissimilarity rule (each query's largest needle cosine recorded)",
-                                "public corpora folder", args=(name,), locate="harness.data.builtin:pan_location"))
+                                "public corpora folder", args=(name,), locate="harness.data.builtin:view_location"))
     for name in ("hrs1", "hrs2"):
         register(CollectionSpec(name, "harness.data.builtin:hrs_collection",
                                 f"HIATUS {name.upper()} foreground/background collection (restricted)",

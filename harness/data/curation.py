@@ -10,6 +10,7 @@ The output is canonical JSONL.gz (never committed: it holds corpus text) plus a 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass
@@ -23,6 +24,8 @@ from harness.data.collection import read_documents
 from harness.data.documents import Document
 from harness.data.jsonl import iter_jsonl
 from harness.errors import DataError
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,7 @@ def _per_source(docs: Sequence[Document]) -> dict[str, dict[str, int]]:
 
 def curate(inputs: Sequence[str | Path], out: str | Path, settings: CurationSettings, *,
            embed: Callable[[list[str]], np.ndarray] | None = None, pairs_file: str | Path | None = None,
-           log=print) -> dict:
+           log=_log.info) -> dict:
     """embed: texts -> vectors for the dissimilar-pair step (`harness.runs.systems.text_embedder` builds
     one from `settings.embedder` and `settings.sbert_model`); the data layer never loads a model itself.
 

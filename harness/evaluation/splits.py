@@ -316,6 +316,16 @@ def manifest_path(splits_dir: Path, collection: str, seed: int) -> Path:
     return Path(splits_dir) / collection / f"seed-{seed}.json"
 
 
+def find_manifest(places: Sequence[Path], collection: str, seed: int) -> Path:
+    """The first of `places` holding the manifest; a missing one is one line naming --splits-dir."""
+    for place in places:
+        path = manifest_path(place, collection, seed)
+        if path.is_file():
+            return path
+    raise DataError(f"{manifest_path(places[-1], collection, seed)}: split manifest of {collection!r} seed {seed} "
+                    f"not found (looked in {', '.join(str(p) for p in places)}); name its folder with --splits-dir")
+
+
 def read_manifest(path: Path) -> Split:
     try:
         obj = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -337,6 +347,7 @@ def get_split(
     seed: int,
     splits_dir: Path,
     *,
+    record: Path | None = None,
     author_fraction: float | None = None,
     write: bool = True,
     pool: str | None = None,
@@ -344,10 +355,14 @@ def get_split(
 ) -> Split:
     """The committed manifest when there is one (checked against the data), else a fresh build.
 
-    A manifest built from different data, or with a different author fraction, is an error
-    rather than silently replaced: published numbers are tied to the committed split.
+    record: a read-only folder looked in first (the harness's own record); a fresh build is
+    written only into `splits_dir`. A manifest built from different data, or with a different
+    author fraction, is an error rather than silently replaced: published numbers are tied to
+    the committed split.
     """
     path = manifest_path(splits_dir, collection.name, seed)
+    if record is not None and manifest_path(record, collection.name, seed).exists():
+        path = manifest_path(record, collection.name, seed)
     if path.exists():
         split = read_manifest(path)
         if collection.given_splits is None:
@@ -385,15 +400,17 @@ def get_splits(
     seeds: Sequence[int],
     splits_dir: Path,
     *,
+    record: Path | None = None,
     author_fraction: float | None = None,
     pool: str | None = None,
     dissimilarity: Any = None,
 ) -> list[Split]:
     """get_split for each seed, writing no manifest unless every requested seed builds."""
-    splits = [get_split(collection, seed, splits_dir, author_fraction=author_fraction, write=False, pool=pool,
-                        dissimilarity=dissimilarity) for seed in seeds]
+    splits = [get_split(collection, seed, splits_dir, record=record, author_fraction=author_fraction, write=False,
+                        pool=pool, dissimilarity=dissimilarity) for seed in seeds]
     for split in splits:
-        if not manifest_path(splits_dir, split.collection, split.seed).exists():
+        in_record = record is not None and manifest_path(record, split.collection, split.seed).exists()
+        if not in_record and not manifest_path(splits_dir, split.collection, split.seed).exists():
             write_manifest(split, splits_dir)
     return splits
 

@@ -7,21 +7,18 @@ Layout: <root>/<model key>/len-<max_length>/shard-<n>.npz (arrays `sha` and `vec
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from harness import locations
 from harness.atomic import atomic_open
-from harness.provenance import PROJECT_ROOT
-
-CACHE_ENV = "AA_HARNESS_CACHE"
 
 
 def cache_root() -> Path:
-    """$AA_HARNESS_CACHE, else the project's ignored .cache folder."""
-    return Path(os.environ.get(CACHE_ENV, PROJECT_ROOT / ".cache"))
+    """$AA_HARNESS_CACHE, else the per-user cache folder (harness.locations)."""
+    return locations.cache_dir()
 
 
 def default_cache_root() -> Path:

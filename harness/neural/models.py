@@ -4,13 +4,13 @@ Configs keep the hub id (e.g. "sentence-transformers/all-mpnet-base-v2") so resu
 comparable across machines. `resolve_model` looks, in this order:
 
 1. the reference itself, when it is a local folder;
-2. ``$AA_HARNESS_MODEL_DIR/<last part of the id>`` (what ../shared/tools/fetch_pretrained.py builds);
-3. the project's ``.cache/models/<last part>`` (where the README and the tests put copies);
+2. ``$AA_HARNESS_MODEL_DIR/<last part of the id>`` (a folder of local copies);
+3. ``<cache>/models/<last part>`` (harness.locations: $AA_HARNESS_CACHE or the per-user cache);
 4. the local Hugging Face cache (a snapshot downloaded earlier);
 5. the hub, only when it answers within a few seconds (and never with ``HF_HUB_OFFLINE=1``).
 
-When all fail it raises `ModelNotFoundError`: one line naming the id, where it looked, and
-the command that builds a local copy -- instead of minutes of retries and a long traceback.
+When all fail it raises `ModelNotFoundError`: one line naming the id, where it looked, how to
+download it and how to point at a local copy -- instead of minutes of retries and a traceback.
 Torch-free: tests and `aa-harness` share it without importing a model library.
 """
 from __future__ import annotations
@@ -21,13 +21,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from harness import locations
 from harness.errors import HarnessError
-from harness.provenance import PROJECT_ROOT
+from harness.locations import MODEL_DIR_ENV
 
-MODEL_DIR_ENV = "AA_HARNESS_MODEL_DIR"
-PROJECT_MODELS = PROJECT_ROOT / ".cache" / "models"
 HUB_TIMEOUT_ENV = "AA_HARNESS_HUB_TIMEOUT"  # seconds for the hub probe (default 5)
-FETCH_COMMAND = "python ../shared/tools/fetch_pretrained.py --out .cache/models"
 
 
 class ModelNotFoundError(HarnessError):
@@ -35,22 +33,15 @@ class ModelNotFoundError(HarnessError):
 
 
 def model_dirs() -> list[Path]:
-    """Folders of local copies, in lookup order: $AA_HARNESS_MODEL_DIR, then the project's .cache/models."""
-    out = []
-    if os.environ.get(MODEL_DIR_ENV):
-        out.append(Path(os.environ[MODEL_DIR_ENV]).expanduser())
-    if PROJECT_MODELS not in out:
-        out.append(PROJECT_MODELS)
-    return out
+    """Folders of local copies, in lookup order: $AA_HARNESS_MODEL_DIR, then <cache>/models."""
+    return locations.model_dirs()
 
 
 def _hf_cache_snapshot(ref: str) -> str | None:
     """The newest snapshot folder of `ref` in the local Hugging Face cache, read from disk only."""
     if "/" not in ref:
         return None
-    hub_cache = os.environ.get("HF_HUB_CACHE") or os.path.join(
-        os.environ.get("HF_HOME", os.path.join(os.path.expanduser("~"), ".cache", "huggingface")), "hub")
-    snapshots = Path(hub_cache) / f"models--{ref.replace('/', '--')}" / "snapshots"
+    snapshots = locations.hf_hub_cache() / f"models--{ref.replace('/', '--')}" / "snapshots"
     if not snapshots.is_dir():
         return None
     ref_file = snapshots.parent / "refs" / "main"
@@ -102,9 +93,10 @@ def resolve_model(ref: str, *, hub: bool = True) -> str:
         os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "30")
         return ref
     looked.append("the hub (not reachable)" if hub and "/" in ref else "nowhere else (not a hub id)")
+    fetch = f"with internet, `huggingface-cli download {ref}` (or let the run download it); " if "/" in ref else ""
     raise ModelNotFoundError(
-        f"model {ref!r} not found; looked in {', '.join(looked)}. Build a local copy with "
-        f"`{FETCH_COMMAND} --only {name}` or point ${MODEL_DIR_ENV} at a folder holding {name}/"
+        f"model {ref!r} not found; looked in {', '.join(looked)}. Get it {fetch}or copy it to a folder "
+        f"and point ${MODEL_DIR_ENV} at the folder that holds {name}/"
     )
 
 

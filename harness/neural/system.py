@@ -1,6 +1,7 @@
 """What the neural plugins share as systems: encode documents through the cache, and train."""
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -21,6 +22,8 @@ from harness.neural.training import (
     authors_from_documents,
     train_loop,
 )
+
+_log = logging.getLogger(__name__)
 
 
 class EncoderSystem:
@@ -96,7 +99,7 @@ class EncoderSystem:
 
 
 def train_system(build: Callable[[], TextEncoder], config: ContrastiveTraining, documents: Sequence[Document],
-                 out_dir: Path, save: Callable[[TextEncoder, Path], None], log=print,
+                 out_dir: Path, save: Callable[[TextEncoder, Path], None], log=_log.info,
                  embed_batch: EmbedBatch | None = None) -> Path:
     """Seed, then build the model (fresh heads and projections draw from the seeded generator, so
     a rerun, or each process of a DDP run, starts from the same weights), then train it on the

@@ -21,6 +21,7 @@ step can replace the plain one without touching the loop.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import sys
 import time
@@ -39,6 +40,8 @@ from harness.neural.device import autocast, device_label, pick_device
 from harness.neural.encoder import TextEncoder, embed_features
 from harness.neural.hard_negatives import hard_negative_batches, random_batches
 from harness.neural.losses import supcon_loss
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -187,7 +190,7 @@ class RngState:
 
 
 def train_loop(model: TextEncoder, task: TrainingTask, recipe, out_dir: Path, *, save: Callable[[TextEncoder, Path], None],
-               log=print, record: Mapping[str, Any] | None = None) -> dict:
+               log=_log.info, record: Mapping[str, Any] | None = None) -> dict:
     """Train `model` in place on `task`; the main process calls save(model, out_dir / "model") at the
     end and writes out_dir / "train_log.json". `recipe` gives lr, epochs, grad_accumulation, bf16,
     grad_checkpointing, checkpoint_every, max_steps and device; `record` is merged into the log."""

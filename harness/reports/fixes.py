@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from harness.provenance import PROJECT_ROOT
+from harness.provenance import development_checkout
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,11 @@ def load_fixes(path: Path) -> list[Fix]:
 @functools.lru_cache(maxsize=None)
 def _contains(commit: str, fix: str) -> bool | None:
     """Whether `commit` has `fix` in its history (None: git cannot tell)."""
+    checkout = development_checkout()  # installed: no repository to ask; the dates decide
+    if checkout is None:
+        return None
     try:
-        r = subprocess.run(["git", "merge-base", "--is-ancestor", fix, commit], cwd=PROJECT_ROOT,
+        r = subprocess.run(["git", "merge-base", "--is-ancestor", fix, commit], cwd=checkout,
                            capture_output=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None

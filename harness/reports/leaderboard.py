@@ -18,9 +18,7 @@ import numpy as np
 from harness.evaluation.metrics import HEADLINE, mean_sd
 from harness.reports.board import (
     HEADER,
-    PROJECT_RUNS,
     Board,
-    header,
     load_board,
     load_runs,
     run_order,
@@ -31,10 +29,8 @@ from harness.reports.reported import render_reported
 __all__ = [
     "HEADER",
     "PAGES",
-    "PROJECT_RUNS",
     "Board",
     "draw_figures",
-    "header",
     "leaderboard_files",
     "load_board",
     "load_runs",
@@ -176,13 +172,10 @@ def plugin_reports() -> PluginReports:
 # ---- pages: each a function of the board returning its Markdown -------------------------------------------
 
 def plot_files(board: Board) -> dict[str, list[str]]:
-    """collection -> the Success@k figures its page links. The project's page links its plots whether or
-    not this command draws them (--no-plots), so the committed page does not depend on the flag;
-    another runs folder links only plots it gets."""
+    """collection -> the Success@k figures its page links, whether or not this command draws them
+    (--no-plots), so a page does not depend on the flag."""
     from harness.reports.plots import split_series
 
-    if not (board.plots or board.project):
-        return {}
     return {c: [f"success-at-k-{c}.png"] + ([f"success-at-k-{c}-more.png"] if split_series(board.runs, c)[1] else [])
             for c in board.collections}
 
@@ -190,7 +183,7 @@ def plot_files(board: Board) -> dict[str, list[str]]:
 def main_page(board: Board) -> str:
     figures = plot_files(board)
     plot_lines = "\n".join(f"![Success@k on {c}{' (more runs)' if f.endswith('-more.png') else ''}]({f})"
-                           for c in figures for f in figures[c]) or "(plots not drawn: --no-plots)"
+                           for c in figures for f in figures[c]) or "(no runs)"
     links = [("Per-genre tables", "per-genre.md"), ("Training runs", "training.md"),
              ("Reranking (Table 2 layout)", "rerank.md"), ("Figures the paper reports", "reported.md"),
              ("Throughput", "performance.md")]
@@ -199,10 +192,9 @@ def main_page(board: Board) -> str:
     if board.collections:
         link_text += (" Per collection, with paired-significance marks: "
                       + ", ".join(f"[{c}](collections/{c}.md)" for c in board.collections) + ".")
-    splits_note = "Splits: `splits/`. " if board.project else ""
     runs, marks = board.runs, board.marks
     return (f"{board.head}# Leaderboard\n\nSuccess@8, Success@100 and MRR@20 in percent, mean ± sample sd over the "
-            f"split seeds (0, 1001, 2001, 3001); `(n=…)` marks a run with fewer seeds. {splits_note}"
+            f"split seeds (0, 1001, 2001, 3001); `(n=…)` marks a run with fewer seeds. "
             f"{link_text}\n\n"
             f"{main_table(runs, marks) if runs else '(no runs yet)'}\n"
             f"{footnotes(f for m in marks.values() for f in m)}\n## Runs\n\n{provenance_table(runs) if runs else ''}\n\n"
@@ -284,15 +276,15 @@ class Page(NamedTuple):
     render: Callable[[Board], str]
 
 
-# The project's own runs give every page; another runs folder gives the main and per-genre pages, the
-# rerank page when it holds reranker runs, the training page when `<runs-dir>/../training` holds logs,
-# and the performance page only with benchmark results.
+# Every runs folder gives the main and per-genre pages, the rerank page when it holds reranker runs, the
+# training page when `<runs-dir>/../training` holds logs; the reported page with --reported, the
+# performance page with benchmark results (--bench-results).
 PAGES: tuple[Page, ...] = (
     Page("main.md", lambda b: True, main_page),
     Page("per-genre.md", lambda b: True, genre_page),
-    Page("reported.md", lambda b: b.project, reported_page),
-    Page("training.md", lambda b: b.project or bool(b.logs), training_page),
-    Page("rerank.md", lambda b: b.project or b.has_rerank, rerank_page),
+    Page("reported.md", lambda b: b.reported, reported_page),
+    Page("training.md", lambda b: bool(b.logs), training_page),
+    Page("rerank.md", lambda b: b.has_rerank, rerank_page),
     Page("performance.md", lambda b: b.bench_dir is not None, performance_page),
 )
 
@@ -346,10 +338,11 @@ def write_pages(contents: dict[str, str | bytes], out_dir: Path) -> list[Path]:
 
 
 def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True, bench_dir: Path | None = None,
-                       splits_dir: Path | None = None, allow_empty: bool = False) -> list[Path]:
+                       splits_dir: Path | None = None, allow_empty: bool = False, reported: bool = False) -> list[Path]:
     """Load the board, build every page (and plot) in memory, then write them all; on any error nothing
     is written. Returns the paths written. See load_board for the arguments."""
-    board = load_board(runs_dir, splits_dir=splits_dir, bench_dir=bench_dir, allow_empty=allow_empty, plots=plots)
+    board = load_board(runs_dir, splits_dir=splits_dir, bench_dir=bench_dir, allow_empty=allow_empty, plots=plots,
+                       reported=reported)
     return write_pages(leaderboard_files(board), out_dir)
 
 

@@ -7,7 +7,7 @@ harness.evaluation.significance for the tests themselves.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from harness.errors import HarnessError
@@ -21,7 +21,7 @@ from harness.evaluation.significance import (
     compare_ranks,
     per_query_value,
 )
-from harness.evaluation.splits import manifest_path, read_manifest
+from harness.evaluation.splits import find_manifest, read_manifest
 
 ALPHA = 0.05
 RESAMPLES = 10000
@@ -32,16 +32,15 @@ def first_ranks_by_key(results: list[dict]) -> dict[tuple[int, str], int | None]
     return {(r["seed"], q): rank for r in results for q, rank in r["first_needle_rank"].items()}
 
 
-def query_author_clusters(collection: str, seeds, splits_dir: Path | None) -> dict[tuple[int, str], str]:
-    """(seed, queryID) -> its author cluster over all the given seeds, from the manifests."""
+def query_author_clusters(collection: str, seeds, splits_dir: Path | Sequence[Path] | None) -> dict[tuple[int, str], str]:
+    """(seed, queryID) -> its author cluster over all the given seeds, from the manifests in
+    `splits_dir` (a folder, or folders looked in in order)."""
     if splits_dir is None:
         raise HarnessError(f"{collection}: no manifests folder given; the author clusters come from the manifests")
+    places = [Path(splits_dir)] if isinstance(splits_dir, (str, Path)) else [Path(p) for p in splits_dir]
     authors: dict[tuple[int, str], tuple[str, ...]] = {}
     for seed in sorted(set(seeds)):
-        path = manifest_path(splits_dir, collection, seed)
-        if not path.exists():
-            raise HarnessError(f"{path}: no manifest for {collection} seed {seed}; the author clusters come from it")
-        for q in read_manifest(path).queries:
+        for q in read_manifest(find_manifest(places, collection, seed)).queries:
             authors[(seed, q.documentID)] = tuple(sorted(q.authorIDs))
     return author_clusters(authors)
 

@@ -7,6 +7,7 @@ when the top 100 are reranked (the same 100 candidates), so it equals the first 
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,6 @@ from harness.evaluation.splits import SEEDS, get_splits
 from harness.plugins import Registry
 from harness.runs.models import addressed_config
 from harness.runs.results import (
-    DEFAULT_RUNS_DIR,
     check_run_name,
     check_runs_dir,
     rankings_path,
@@ -31,7 +31,7 @@ from harness.runs.results import (
 from harness.runs.run_job import (
     check_one_config,
     open_collection,
-    splits_dir_for,
+    split_places,
     unique_seeds,
 )
 from harness.runs.runner import (
@@ -42,6 +42,8 @@ from harness.runs.runner import (
     up_to_date,
 )
 from harness.specs import load_object
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -54,8 +56,8 @@ class RerankJob:
     run_name: str | None = None
     depth: int = 100
     overwrite: bool = False
-    runs_dir: Path = DEFAULT_RUNS_DIR
-    splits_dir: Path | None = None  # None: see harness.runs.run_job.splits_dir_for
+    runs_dir: Path | None = None  # None: harness.locations.runs_dir()
+    splits_dir: Path | None = None  # None: see harness.runs.run_job.split_places
     data_dir: str | None = None
     author_fraction: float | None = None  # None: the collection's default
     collection_name: str | None = None
@@ -66,7 +68,12 @@ def default_run_name(first_stage: str, system: str, config) -> str:
     return f"{first_stage}+{system}" + (f"-{strategy}" if strategy else "")
 
 
-def rerank_job(registry: Registry, job: RerankJob, log=print) -> list[RunOutcome]:
+def rerank_job(registry: Registry, job: RerankJob, log=_log.info) -> list[RunOutcome]:
+    from dataclasses import replace
+
+    from harness import locations
+
+    job = replace(job, runs_dir=locations.runs_dir(job.runs_dir))
     spec = registry.system(job.system)
     if "rerank" not in spec.capabilities:
         rerankers = sorted(s.name for s in registry.systems.values() if "rerank" in s.capabilities)
@@ -79,13 +86,13 @@ def rerank_job(registry: Registry, job: RerankJob, log=print) -> list[RunOutcome
     check_run_name(name)
     check_runs_dir(job.runs_dir)
     collection = open_collection(registry, job.collection, data_dir=job.data_dir, name=job.collection_name)
-    splits_dir = splits_dir_for(registry, job.collection, job.runs_dir, job.splits_dir)
+    places = split_places(registry, job.collection, job.runs_dir, job.splits_dir)
     check_runs_dir(job.runs_dir, collection.name, name)
     seeds = unique_seeds(job.seeds)
     recorded, address = addressed_config(config_dict(config))  # the model by content hash, not path (hashed once)
     check_one_config(Path(job.runs_dir) / collection.name / name, spec.name,
                      {**recorded, "first_stage": job.first_stage}, seeds, job.overwrite)
-    splits = get_splits(collection, seeds, splits_dir, author_fraction=job.author_fraction)
+    splits = get_splits(collection, seeds, places.folder, record=places.record, author_fraction=job.author_fraction)
     system, outcomes = None, []
     for seed, split in zip(seeds, splits):
         first = result_path(job.runs_dir, collection.name, job.first_stage, seed)

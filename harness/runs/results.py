@@ -29,7 +29,6 @@ from harness.data.jsonl import iter_jsonl
 from harness.errors import DataError, HarnessError
 
 SCHEMA_VERSION = 1
-DEFAULT_RUNS_DIR = Path("leaderboards") / "runs"
 RUN_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*")
 REQUIRED = {"system": str, "run_name": str, "config": dict, "collection": str, "seed": int, "split_sha256": str,
             "depth": int, "metrics": dict, "per_genre": dict, "success_curve": list, "first_needle_rank": dict,

@@ -1,21 +1,20 @@
 """The jobs behind the CLI verbs, callable from Python too (tests, notebooks)."""
 from __future__ import annotations
 
-import sys
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
+from harness import locations
 from harness.config import build_config, config_dict
 from harness.data.collection import Collection, load_collection
 from harness.errors import HarnessError
 from harness.evaluation.metrics import metrics_line
 from harness.evaluation.splits import SEEDS, get_splits
 from harness.plugins import Registry
-from harness.provenance import PROJECT_ROOT
 from harness.runs.models import addressed_config
 from harness.runs.results import (
-    DEFAULT_RUNS_DIR,
     check_run_name,
     check_runs_dir,
     config_differences,
@@ -31,13 +30,13 @@ from harness.runs.runner import (
 )
 from harness.specs import load_object
 
-DEFAULT_SPLITS_DIR = PROJECT_ROOT / "splits"  # the harness's own, committed manifests
-
 
 def is_path_collection(registry: Registry, name_or_path: str) -> bool:
     """True when `--collection` names a JSONL file rather than a registered collection."""
     path = Path(name_or_path)
     return name_or_path not in registry.collections and (path.suffix in (".jsonl", ".gz") or path.exists())
+
+_log = logging.getLogger(__name__)
 
 
 def open_collection(registry: Registry, name_or_path: str, *, data_dir=None, background: Sequence[str] = (),
@@ -63,19 +62,26 @@ def open_collection(registry: Registry, name_or_path: str, *, data_dir=None, bac
     return registry.collection(name_or_path).load(data_dir)
 
 
-def splits_dir_for(registry: Registry, name_or_path: str, runs_dir: Path, splits_dir: Path | None) -> Path:
-    """Where a run's split manifests live: --splits-dir if given; for a collection the harness
-    itself registers, its committed `splits/`; for a path collection or one from another plugin,
-    `<runs-dir>-splits/` beside the runs folder in use (never the harness's own folder, never
-    the working directory)."""
+class SplitPlaces(NamedTuple):
+    """Where a job's manifests are read and written."""
+
+    folder: Path  # read, and the only place a manifest is written
+    record: Path | None  # read-only, looked in first: the harness's record of its own collections
+
+
+def split_places(registry: Registry, name_or_path: str, runs_dir: Path | None, splits_dir: Path | None) -> SplitPlaces:
+    """--splits-dir alone when given (the only way to write the record: name it, in a checkout).
+    Else a collection the harness itself registers reads its record first; whatever must be
+    built (a path collection, another plugin's, a seed the record lacks) goes to `<runs>-splits/`
+    beside the runs folder in use."""
     from harness.plugins import DEFAULT_PLUGINS
 
     if splits_dir is not None:
-        return Path(splits_dir)
+        return SplitPlaces(Path(splits_dir), None)
+    record = None
     if not is_path_collection(registry, name_or_path) and registry.collection(name_or_path).plugin in DEFAULT_PLUGINS:
-        return DEFAULT_SPLITS_DIR
-    runs = Path(runs_dir)
-    return runs.parent / f"{runs.name}-splits"
+        record = locations.record_splits_dir()
+    return SplitPlaces(locations.built_splits_dir(locations.runs_dir(runs_dir)), record)
 
 
 @dataclass
@@ -87,8 +93,8 @@ class RunJob:
     run_name: str | None = None
     depth: int = 100
     overwrite: bool = False
-    runs_dir: Path = DEFAULT_RUNS_DIR
-    splits_dir: Path | None = None  # None: see splits_dir_for
+    runs_dir: Path | None = None  # None: harness.locations.runs_dir()
+    splits_dir: Path | None = None  # None: see split_places
     data_dir: str | None = None
     background: Sequence[str] = ()
     author_fraction: float | None = None  # None: the collection's default (else DEFAULT_AUTHOR_FRACTION)
@@ -123,10 +129,13 @@ def check_one_config(run_dir: Path, system: str, config: dict, seeds: Sequence[i
                 "must share one config: choose another --name" + ("" if overwrite else ", or --overwrite with every seed"))
 
 
-def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
+def run_job(registry: Registry, job: RunJob, log=_log.info) -> list[RunOutcome]:
     """Run each system on each seed's split; skip seeds that are up to date."""
+    from dataclasses import replace
+
     from harness import progress
 
+    job = replace(job, runs_dir=locations.runs_dir(job.runs_dir))
     if job.run_name is not None:
         check_run_name(job.run_name)
     if job.run_name and len(job.systems) > 1:
@@ -149,8 +158,9 @@ def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
         check_runs_dir(job.runs_dir, collection.name, name)
         check_one_config(Path(job.runs_dir) / collection.name / name, spec.name, addressed[spec.name][0],
                          unique_seeds(job.seeds), job.overwrite)
-    splits_dir = splits_dir_for(registry, job.collection, job.runs_dir, job.splits_dir)
-    splits = get_splits(collection, unique_seeds(job.seeds), splits_dir, author_fraction=job.author_fraction,
+    places = split_places(registry, job.collection, job.runs_dir, job.splits_dir)
+    splits = get_splits(collection, unique_seeds(job.seeds), places.folder, record=places.record,
+                        author_fraction=job.author_fraction,
                         pool=job.pool, dissimilarity=job.dissimilarity)
     outcomes = []
     for spec in specs:
@@ -171,7 +181,7 @@ def run_job(registry: Registry, job: RunJob, log=print) -> list[RunOutcome]:
         system = call_system(spec.name, "building the system", load_object(spec.factory), cfg)  # once, for every seed
         for i, split in enumerate(todo, 1):
             if job.progress:
-                print(f"{name} on {collection.name}: seed {split.seed} ({i}/{len(todo)})", file=sys.stderr, flush=True)
+                _log.info(f"{name} on {collection.name}: seed {split.seed} ({i}/{len(todo)})")
             extra = describe_system(spec.name, system)
             if address:
                 extra = {**extra, "model_sha256": address["sha256"], "model_card": address["card"]}

@@ -3,6 +3,7 @@ share of the training authors, a query, its positive and m negatives drawn by st
 the query's and the positive's SBERT neighbourhoods and at random (the paper's Figure 1)."""
 from __future__ import annotations
 
+import logging
 import os
 import random
 import time
@@ -18,6 +19,8 @@ from harness.neural.device import autocast
 from plugins.sadiri_v2.config import RerankerConfig, parse_strategy
 from plugins.sadiri_v2.negatives import cached_neighbours, draw_negatives
 from plugins.sadiri_v2.reranker import new_for_training, save
+
+_log = logging.getLogger(__name__)
 
 
 class QueryNegatives:
@@ -135,7 +138,7 @@ class QueryNegatives:
         return StepResult(loss_sum / total, docs, tokens)
 
 
-def train(config: RerankerConfig, documents: Sequence[Document], out_dir: Path, log=print, embed_batch=None) -> Path:
+def train(config: RerankerConfig, documents: Sequence[Document], out_dir: Path, log=_log.info, embed_batch=None) -> Path:
     """Eq. 2 with tau = 1 over 1 + m candidates per query, on the one training loop (DDP,
     gradient accumulation, N-step checkpoints and resume). Seeds, then builds the model.
 
