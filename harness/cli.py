@@ -560,14 +560,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in VERBS:
         add(sub)
+    for verb in sub.choices.values():  # also accepted after a built-in verb
+        verb.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                          help=f"print the full traceback of an error, with its chained cause (or set {DEBUG_ENV}=1)")
     from harness.plugins import add_plugin_commands
 
     add_plugin_commands(sub)  # after the built-in verbs, so a plugin cannot take one of their names
-    for verb in sub.choices.values():  # also accepted after the verb
-        if "--debug" in verb._option_string_actions:  # a plugin's command that has its own
-            continue
-        verb.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                          help=f"print the full traceback of an error, with its chained cause (or set {DEBUG_ENV}=1)")
     return p
 
 
