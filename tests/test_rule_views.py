@@ -7,9 +7,9 @@ import pytest
 
 from harness.errors import DataError
 from harness.reports.rule_views import load_views, rule_views_section, thirds
-from tests.conftest import ROOT
+from tests.conftest import RECORD
 
-SPLITS = ROOT / "splits"
+SPLITS = RECORD
 SEEDS = (0, 1001, 2001, 3001)
 
 

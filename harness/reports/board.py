@@ -104,10 +104,10 @@ class Board:
         """The collection's run names, in run order."""
         return [n for n in self.order if (collection, n) in self.runs]
 
-    def manifests_for(self, collection: str) -> list[Path]:
-        """The folders a collection's manifests are looked up in, in order, for the significance
-        tests' author clusters (a missing manifest is an error there, never a change of unit)."""
-        return list(self.places)
+    def manifests_for(self, collection: str) -> Path | None:
+        """The folder holding this collection's manifests (the first place that has them), for the
+        significance tests' author clusters; None when none has (an error there, never a change of unit)."""
+        return next((p for p in self.places if (Path(p) / collection).is_dir()), None)
 
     def compare(self, collection: str, a: str, b: str) -> dict:
         """Paired comparison of two runs of a collection (harness.reports.significance), computed once
