@@ -15,6 +15,15 @@ def pick_device(preference: str = "auto") -> torch.device:
     return torch.device("cpu")
 
 
+def cpu_backend() -> str:
+    """The backend for work on the CPU: "faiss" when it is installed (its CPU kernels), else "torch"."""
+    try:
+        import faiss  # noqa: F401
+    except ImportError:
+        return "torch"
+    return "faiss"
+
+
 def autocast(device: torch.device, enabled: bool = True):
     """bf16 autocast on CUDA; a no-op on CPU (fp32 there)."""
     if device.type == "cuda" and enabled:

@@ -78,23 +78,17 @@ def _faiss_lloyd(x: np.ndarray, cent: np.ndarray, niter: int, seed: int) -> np.n
     km = faiss.Kmeans(x.shape[1], len(cent), niter=niter, spherical=True, seed=seed, verbose=False,
                       min_points_per_centroid=1, max_points_per_centroid=1 << 20)
     km.train(x, init_centroids=np.ascontiguousarray(cent, dtype=np.float32))
-    return km.centroids
+    return np.asarray(km.centroids)
 
 
 def pick_backend(backend: str = "auto") -> tuple[str, torch.device]:
     """("torch" or "faiss", the device the points live on): CUDA when present, else faiss's CPU
     iterations when installed, else torch on the CPU."""
+    from harness.neural.device import cpu_backend
+
     cuda = torch.cuda.is_available()
     if backend == "auto":
-        if cuda:
-            backend = "torch"
-        else:
-            try:
-                import faiss  # noqa: F401
-
-                backend = "faiss"
-            except ImportError:
-                backend = "torch"
+        backend = "torch" if cuda else cpu_backend()
     return backend, torch.device("cuda") if cuda and backend == "torch" else torch.device("cpu")
 
 
@@ -119,7 +113,8 @@ def spherical_kmeans(x: np.ndarray | torch.Tensor, k: int, *, niter: int = 20, s
 
 
 def _restarts(pts, k, niter, seed, restarts, seed_batch, backend, host, device) -> np.ndarray:
-    best, best_score = None, -np.inf
+    best: torch.Tensor | None = None
+    best_score = -np.inf
     for r in range(restarts):
         g = _generator(device, seed * 1000 + r)
         init = _plus_plus(pts, k, g, seed_batch)
@@ -131,4 +126,5 @@ def _restarts(pts, k, niter, seed, restarts, seed_batch, backend, host, device) 
         score = float(sims.sum())
         if score > best_score:
             best, best_score = assign, score
+    assert best is not None, "no restart gave a finite score"
     return best.cpu().numpy().astype(np.int64)

@@ -75,15 +75,9 @@ def top_k_by_backend(queries: np.ndarray, candidates: np.ndarray, candidate_ids:
                  backend: str = "auto", device: torch.device | None = None) -> list[list[tuple[str, float]]]:
     """Exact inner-product top-k with the tie rule on a chosen backend: "torch", "faiss", or "auto" (torch on CUDA, else faiss when installed, else torch)."""
     if backend == "auto":
-        if device is not None and device.type == "cuda":
-            backend = "torch"
-        else:
-            try:
-                import faiss  # noqa: F401
+        from harness.neural.device import cpu_backend
 
-                backend = "faiss"
-            except ImportError:
-                backend = "torch"
+        backend = "torch" if device is not None and device.type == "cuda" else cpu_backend()
     if backend == "faiss":
         return search_faiss(queries, candidates, candidate_ids, k)
     return search_torch(queries, candidates, candidate_ids, k, device=device)

@@ -51,7 +51,7 @@ class Packed:
     longest: int
 
     @classmethod
-    def of(cls, rows: Sequence[Sequence[int]], device: torch.device, *, offset: int = 0) -> "Packed":
+    def of(cls, rows: Sequence[Sequence[int]], device: torch.device, *, offset: int = 0) -> Packed:
         """Pack rows; positions start at `offset` (the length of a prefix they continue)."""
         lengths = [len(r) for r in rows]
         total = sum(lengths)
@@ -71,7 +71,7 @@ class Padded:
     lengths: list[int]
 
     @classmethod
-    def of(cls, rows: Sequence[Sequence[int]], device: torch.device, *, pad_id: int = 0) -> "Padded":
+    def of(cls, rows: Sequence[Sequence[int]], device: torch.device, *, pad_id: int = 0) -> Padded:
         lengths = [len(r) for r in rows]
         width = max(lengths)
         ids = np.full((len(rows), width), pad_id, dtype=np.int64)
@@ -102,7 +102,11 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
 
 def _pre_attention(x, norm_w, eps, w_qkv, b_qkv, q_norm_w, k_norm_w, cos, sin, heads: int, kv_heads: int, head_dim: int):
     h = _rms(x, norm_w, eps)
-    qkv = F.linear(h, w_qkv, b_qkv)
+    return _heads_rope(F.linear(h, w_qkv, b_qkv), q_norm_w, k_norm_w, cos, sin, eps, heads, kv_heads, head_dim)
+
+
+def _heads_rope(qkv, q_norm_w, k_norm_w, cos, sin, eps, heads: int, kv_heads: int, head_dim: int):
+    """q, k, v as heads out of the fused q/k/v product: q/k norms (Qwen3), then rotary on q and k."""
     q, k, v = qkv.split([heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], dim=-1)
     q, k, v = q.view(-1, heads, head_dim), k.view(-1, kv_heads, head_dim), v.view(-1, kv_heads, head_dim)
     if q_norm_w is not None:
@@ -295,7 +299,7 @@ class FusedDecoder:
         return not (window and getattr(config, "use_sliding_window", True))
 
     @torch.inference_mode()
-    def forward(self, batch: "Packed | Padded", prefix: "PrefixCache | None" = None, capture: bool = False):
+    def forward(self, batch: Packed | Padded, prefix: PrefixCache | None = None, capture: bool = False):
         """Final hidden states [T, hidden] (after the last norm; T = all tokens of the layout, padding
         included); with capture, also a PrefixCache. A prefix needs the packed layout."""
         if prefix is not None and not isinstance(batch, Packed):
@@ -305,6 +309,7 @@ class FusedDecoder:
         cos, sin = cos[0], sin[0]
         keys, values = [], []
         if prefix is not None:
+            assert isinstance(batch, Packed)  # checked above
             gather, cu_k, max_k = prefix.key_layout(batch)
         for i, p in enumerate(self.layers):
             q, k, v = self.pre(x, p["in_norm"], self.eps, p["w_qkv"], p["b_qkv"], p["q_norm"], p["k_norm"], cos, sin,

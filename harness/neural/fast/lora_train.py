@@ -30,8 +30,8 @@ from harness.neural.fast.fused_decoder import (
     FusedDecoder,
     Packed,
     _fuse,
+    _heads_rope,
     _rms,
-    _rotate,
     _varlen_attention,
     compiled,
 )
@@ -85,13 +85,7 @@ def _plus(y: torch.Tensor, delta: torch.Tensor | None) -> torch.Tensor:
 
 def _qk_rope(qkv, delta, q_norm_w, k_norm_w, cos, sin, eps, heads, kv_heads, head_dim):
     """q, k, v of the fused product plus its LoRA update: q/k norms (Qwen3) and rotary."""
-    qkv = _plus(qkv, delta)
-    q, k, v = qkv.split([heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], dim=-1)
-    q, k, v = q.view(-1, heads, head_dim), k.view(-1, kv_heads, head_dim), v.view(-1, kv_heads, head_dim)
-    if q_norm_w is not None:
-        q, k = _rms(q, q_norm_w, eps), _rms(k, k_norm_w, eps)
-    c, s = cos[:, None, :], sin[:, None, :]
-    return _rotate(q, c, s), _rotate(k, c, s), v
+    return _heads_rope(_plus(qkv, delta), q_norm_w, k_norm_w, cos, sin, eps, heads, kv_heads, head_dim)
 
 
 def _add_rms(x, y, delta, norm_w, eps):
@@ -121,7 +115,7 @@ class Attend:
     gather: torch.Tensor | None = None
 
     @classmethod
-    def of(cls, packed: Packed) -> "Attend":
+    def of(cls, packed: Packed) -> Attend:
         return cls(packed.cu_seqlens, packed.cu_seqlens, packed.longest, packed.longest)
 
 
