@@ -45,7 +45,6 @@ def main() -> None:
     print(f"{args.system} on {args.collection}: one seed {one:.1f} s, four seeds {four:.1f} s ({ratio:.2f}x)")
     from aa_harness_bench.results import write_result
     from aa_harness_bench.timing import device_facts
-
     from harness.neural.device import pick_device
 
     write_result("seeds", f"{args.system}-{args.collection}", device_facts(pick_device(overrides.get("device", "auto"))),

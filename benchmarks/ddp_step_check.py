@@ -19,8 +19,8 @@ from pathlib import Path
 
 def prepare(folder: Path, tokenizer: Path) -> None:
     import torch
-    from aa_harness_bench.archs import build_model
 
+    from aa_harness_bench.archs import build_model
     from harness.data.demo import demo_documents
 
     folder.mkdir(parents=True, exist_ok=True)

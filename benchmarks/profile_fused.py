@@ -13,7 +13,6 @@ def main() -> None:
     from aa_harness_bench.archs import build_model
     from aa_harness_bench.encode import harness_encoder
     from aa_harness_bench.workload import random_rows
-
     from harness.neural.encoder import embed_features
 
     p = argparse.ArgumentParser()

@@ -18,7 +18,6 @@ def main() -> None:
     from aa_harness_bench.archs import build_model
     from aa_harness_bench.reference import with_lora
     from aa_harness_bench.workload import random_rows
-
     from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss
 
     p = argparse.ArgumentParser()

@@ -209,8 +209,8 @@ def config_fields(cls: type) -> list[dict[str, Any]]:
     for f in dataclasses.fields(cls):
         if f.default is not dataclasses.MISSING:
             default = f.default
-        elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-            default = f.default_factory()  # type: ignore[misc]
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
         else:
             default = "(required)"
         help_ = f.metadata.get("help") or doc.get(f.name) or comments.get(f.name) or ""

@@ -16,6 +16,7 @@ import importlib.metadata
 import os
 import sys
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import pluggy
 
@@ -34,9 +35,19 @@ DEFAULT_PLUGINS = (
 )
 
 
-def plugin_manager(*, entrypoints: bool = True, extra: tuple = ()) -> pluggy.PluginManager:
+class PluginManager(pluggy.PluginManager):
+    """pluggy's manager, plus what loading the entry points found, for messages and provenance."""
+
+    def __init__(self) -> None:
+        super().__init__(hookspecs.PROJECT)
+        self.aa_failures: list[tuple[str, str]] = []  # (plugin, message) of plugins that failed to load
+        self.aa_packages: dict[str, str] = {}  # entry-point name -> "name (package distribution)"
+        self.aa_distributions: dict[str, tuple[str, str]] = {}  # entry-point name -> (distribution, version)
+
+
+def plugin_manager(*, entrypoints: bool = True, extra: tuple = ()) -> PluginManager:
     """A fresh manager: built-ins, then entry points, then `extra` plugin objects (tests)."""
-    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm = PluginManager()
     pm.add_hookspecs(hookspecs)
     for name in os.environ.get("AA_HARNESS_BLOCK_PLUGINS", "").split(","):
         if name.strip():
@@ -44,9 +55,6 @@ def plugin_manager(*, entrypoints: bool = True, extra: tuple = ()) -> pluggy.Plu
     for name in DEFAULT_PLUGINS:
         if not pm.is_blocked(name):
             pm.register(importlib.import_module(name), name=name)
-    pm.aa_failures = []  # (plugin, message) of plugins that failed to load; load_registry reports them
-    pm.aa_packages = {}  # entry-point name -> "name (package distribution)", for messages
-    pm.aa_distributions = {}  # entry-point name -> (distribution, version), for results' provenance
     if entrypoints and not os.environ.get("AA_HARNESS_DISABLE_PLUGIN_AUTOLOAD"):
         _load_entrypoints(pm)
     for plugin in extra:
@@ -55,7 +63,7 @@ def plugin_manager(*, entrypoints: bool = True, extra: tuple = ()) -> pluggy.Plu
     return pm
 
 
-def _load_entrypoints(pm: pluggy.PluginManager) -> None:
+def _load_entrypoints(pm: PluginManager) -> None:
     """pluggy's load_setuptools_entrypoints, except that a plugin that fails to import is recorded, not fatal."""
     for dist in list(importlib.metadata.distributions()):
         for ep in dist.entry_points:
@@ -102,8 +110,9 @@ class Registry:
 def _plugin_label(pm: pluggy.PluginManager, plugin) -> str:
     """The package or module a plugin came from, for messages."""
     name = pm.get_name(plugin)
-    if name in getattr(pm, "aa_packages", {}):
-        return pm.aa_packages[name]
+    packages = getattr(pm, "aa_packages", {})  # a plain pluggy manager has none
+    if name in packages:
+        return packages[name]
     if isinstance(plugin, type(sys)):
         return plugin.__name__
     return f"{type(plugin).__module__}.{type(plugin).__qualname__}"
@@ -114,8 +123,9 @@ def _distribution(pm: pluggy.PluginManager, plugin: object) -> tuple[str, str]:
     import importlib.metadata as md
 
     name = pm.get_name(plugin)
-    if name in getattr(pm, "aa_distributions", {}):
-        return pm.aa_distributions[name]
+    distributions = getattr(pm, "aa_distributions", {})
+    if name in distributions:
+        return distributions[name]
     module = getattr(plugin, "__name__", None) or type(plugin).__module__
     top = module.split(".")[0]
     if top in ("harness", "plugins"):  # the built-ins ship with the harness
@@ -142,7 +152,7 @@ def load_registry(pm: pluggy.PluginManager | None = None, *, warn=None) -> Regis
                               (pm.hook.register_collections, reg.collections, "collection")):
         for impl in hook.get_hookimpls():
             label = _plugin_label(pm, impl.plugin)
-            staged = []
+            staged: list[Any] = []  # checked below to be this hook's spec type
             try:
                 impl.function(register=staged.append)
                 for spec in staged:

@@ -7,10 +7,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # the harness and the benc
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+
 from aa_harness_bench.archs import build_model  # noqa: E402
 from aa_harness_bench.encode import harness_encoder  # noqa: E402
 from aa_harness_bench.workload import random_rows  # noqa: E402
-
 from harness.neural.distributed import world  # noqa: E402
 from harness.neural.encoder import embed_features  # noqa: E402
 from harness.neural.sharded import embed_sharded  # noqa: E402

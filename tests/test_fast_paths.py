@@ -142,7 +142,6 @@ def test_exact_search_keeps_the_tie_rule_when_ties_reach_past_the_fetched_scores
 def test_compressed_index_recall_on_clustered_vectors():
     pytest.importorskip("faiss")
     from aa_harness_bench.search import clustered_vectors, exact_topk_indices
-
     from harness.neural.fast.compressed_search import build_index, index_search
 
     cands = clustered_vectors(4000, 32, seed=0, clusters=32)
@@ -172,7 +171,6 @@ def test_fusing_holds_no_second_copy_of_the_weights():
 @pytest.mark.slow
 def test_bench_reads_real_texts_through_a_tokenizer(tiny_qwen3_dir, tmp_path):
     from aa_harness_bench.workload import text_rows
-
     from harness.data.demo import demo_documents
     from harness.errors import HarnessError
     from tests.conftest import write_jsonl

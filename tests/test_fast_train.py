@@ -25,7 +25,6 @@ def _rows(n, lo, hi, seed):
 @pytest.mark.parametrize("checkpoint", [False, True])
 def test_retriever_step_matches_peft(arch, checkpoint):
     from aa_harness_bench.reference import first_step_check, naive_retriever_loss
-
     from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss
 
     peft = _peft(arch)
@@ -45,7 +44,6 @@ def test_retriever_step_matches_peft(arch, checkpoint):
 @pytest.mark.parametrize("arch", ["tiny-qwen3", "tiny-mistral"])
 def test_shared_prefix_reranker_step_matches_concatenated_pairs(arch):
     from aa_harness_bench.reference import first_step_check, naive_reranker_loss
-
     from harness.neural.fast.lora_train import LoraFusedDecoder
     from harness.neural.fast.prefix_train import reranker_loss
 
@@ -70,7 +68,6 @@ def test_checkpointed_fast_steps_on_the_gpu_attention_path_match_peft(cpu_varlen
 
     from aa_harness_bench.reference import first_step_check, naive_reranker_loss, naive_retriever_loss
     from aa_harness_bench.train import harness_reranker_loss
-
     from harness.neural.fast import fused_decoder
     from harness.neural.fast.lora_train import fused_embed_batch
     from harness.neural.fast.prefix_train import shared_prefix_score_groups
@@ -114,7 +111,6 @@ def test_checkpointed_steps_with_lora_dropout_equal_the_steps_without(cpu_varlen
     probe inside the checkpointed forward, checkpointing changes nothing: the recomputation draws
     the forward's dropout masks and saves the forward's tensors, so loss and gradients are equal."""
     from aa_harness_bench.reference import lora_gradients
-
     from harness.neural.fast import fused_decoder
     from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss
     from harness.neural.fast.prefix_train import reranker_loss
@@ -214,7 +210,6 @@ def test_bench_train_runs_on_cpu(tmp_path):
     assert r["first_step"]["gradients"]["rel_error"] < 1e-5
     assert r["token_ratio"] == pytest.approx(13 * 16 / (8 + 13 * 8), rel=1e-3)
     from aa_harness_bench.results import write_result
-
     from harness.reports.performance import performance_page
 
     facts = {"device_name": "Test Card"}
@@ -237,7 +232,6 @@ def test_bench_train_runs_one_model_at_a_time_with_the_first_step_of_one_shared_
     from aa_harness_bench.archs import build_model
     from aa_harness_bench.reference import first_step_check, naive_reranker_loss, naive_retriever_loss, with_lora
     from aa_harness_bench.train import bench_train_reranker, bench_train_retriever, harness_reranker_loss
-
     from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss
     from harness.neural.fast.prefix_train import shared_prefix_score_groups
 
@@ -319,7 +313,6 @@ def test_bench_train_records_a_path_out_of_memory_and_still_runs_the_other(faili
     the other path still runs and is written, and the performance page shows the failure."""
     from aa_harness_bench import train
     from aa_harness_bench.results import write_result
-
     from harness.reports.performance import performance_page
 
     build, refs, _ = _builds("tiny-qwen3")
@@ -364,9 +357,9 @@ def test_bench_train_records_a_path_out_of_memory_and_still_runs_the_other(faili
 def test_compiled_layers_match_and_compile_once_for_all_layers():
     """torch.compile (inductor on the CPU here, as on the GPU) computes the same step, and the layers
     share their compiled graphs: no recompilation per layer or length (the LoRA tensors are plain inputs)."""
-    from aa_harness_bench.reference import first_step_check, naive_retriever_loss
     from torch._dynamo.utils import counters
 
+    from aa_harness_bench.reference import first_step_check, naive_retriever_loss
     from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss
 
     torch._dynamo.reset()

@@ -36,7 +36,6 @@ def test_performance_page_renders_each_benchmark_kind(tmp_path):
     import json
 
     from aa_harness_bench.results import write_result
-
     from harness.reports.performance import performance_page
 
     facts = {"device_name": "Test Card", "torch": "x"}

@@ -1,5 +1,6 @@
 """Plugins add command-line verbs through the `register_commands` hook; the bench distribution
 adds `aa-harness bench` this way, and the product alone has no such verb."""
+
 from __future__ import annotations
 
 import argparse

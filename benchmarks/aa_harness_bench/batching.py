@@ -18,7 +18,6 @@ def bench_batching(sizes, dim: int, device, *, authors_per_batch: int = 16, clus
                    seed: int = 0, log=print) -> list[dict]:
     from aa_harness_bench.search import clustered_vectors
     from aa_harness_bench.timing import sync
-
     from harness.neural.hard_negatives import hard_negative_batches
     from harness.neural.kmeans import pick_backend
 

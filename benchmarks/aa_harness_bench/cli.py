@@ -104,6 +104,7 @@ def _log(*a):
 
 def _model(args, device):
     import torch
+
     from aa_harness_bench.archs import build_model
 
     if not args.random_weights:
@@ -126,7 +127,6 @@ def _save(args, kind, name, device, figures) -> None:
 
 def cmd_encode(args) -> int:
     from aa_harness_bench.workload import random_rows
-
     from harness.neural.device import pick_device
 
     if args.shard:
@@ -152,10 +152,10 @@ def cmd_encode(args) -> int:
 
 def _encode_sharded(args) -> int:
     import torch.distributed as dist
+
     from aa_harness_bench.encode import _figures, harness_encoder
     from aa_harness_bench.timing import timed
     from aa_harness_bench.workload import Shape, random_rows
-
     from harness.neural.device import pick_device
     from harness.neural.distributed import world
     from harness.neural.encoder import embed_features
@@ -196,7 +196,6 @@ def _encode_sharded(args) -> int:
 def cmd_rerank(args) -> int:
     from aa_harness_bench.rerank import bench_rerank
     from aa_harness_bench.workload import random_rows
-
     from harness.neural.device import pick_device
 
     device = pick_device(args.device)
@@ -226,7 +225,6 @@ def cmd_train(args) -> int:
         bench_train_retriever,
     )
     from aa_harness_bench.workload import random_rows
-
     from harness.neural.device import pick_device
 
     if not args.random_weights:
@@ -261,7 +259,6 @@ def cmd_train(args) -> int:
 
 def cmd_batching(args) -> int:
     from aa_harness_bench.batching import bench_batching
-
     from harness.neural.device import pick_device
 
     device = pick_device(args.device)
@@ -272,7 +269,6 @@ def cmd_batching(args) -> int:
 
 def cmd_search(args) -> int:
     from aa_harness_bench.search import bench_search
-
     from harness.neural.device import pick_device
 
     device = pick_device(args.device)

@@ -1,4 +1,5 @@
 """The aa-harness plugin of this distribution: it adds the `bench` verb to the command line."""
+
 from __future__ import annotations
 
 from harness.hookspecs import hookimpl

@@ -6,6 +6,7 @@ tests (`tests/test_fast_train.py`) and `aa-harness bench train` compare the harn
 fused retriever step and shared-prefix reranker step with these on the same batches: the first
 step's loss and LoRA gradients, dropout off, before any optimiser step.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Sequence
@@ -23,8 +24,14 @@ def with_lora(model, *, r: int = 16, alpha: int = 32, dropout: float = 0.05):
     """The paper's LoRA on every projection (PEFT, FEATURE_EXTRACTION); the base is frozen."""
     from peft import LoraConfig, TaskType, get_peft_model
 
-    cfg = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(LORA_TARGETS), bias="none",
-                     task_type=TaskType.FEATURE_EXTRACTION)
+    cfg = LoraConfig(
+        r=r,
+        lora_alpha=alpha,
+        lora_dropout=dropout,
+        target_modules=list(LORA_TARGETS),
+        bias="none",
+        task_type=TaskType.FEATURE_EXTRACTION,
+    )
     peft = get_peft_model(model, cfg)
     for name, p in peft.named_parameters():
         if "lora_" in name:
@@ -65,7 +72,9 @@ def naive_reranker_loss(peft, head, groups, device, *, tau: float = 1.0, pad_id:
 
 
 def lora_gradients(peft, extra: Sequence[torch.nn.Parameter] = ()) -> dict[str, torch.Tensor]:
-    out = {n: p.grad.detach().float().clone() for n, p in peft.named_parameters() if p.requires_grad and p.grad is not None}
+    out = {
+        n: p.grad.detach().float().clone() for n, p in peft.named_parameters() if p.requires_grad and p.grad is not None
+    }
     for i, p in enumerate(extra):
         out[f"extra.{i}"] = p.grad.detach().float().clone()
     return out
@@ -77,11 +86,19 @@ def gradient_agreement(got: dict, want: dict) -> dict:
     missing = sorted(set(want) ^ set(got))
     g = torch.cat([got[k].flatten() for k in sorted(want)]).double()
     w = torch.cat([want[k].flatten() for k in sorted(want)]).double()
-    per = [float(torch.linalg.norm(got[k].double() - want[k].double()) / torch.linalg.norm(want[k].double()).clamp(min=1e-30))
-           for k in want]
-    return {"rel_error": float(torch.linalg.norm(g - w) / torch.linalg.norm(w).clamp(min=1e-30)),
-            "rel_error_worst_tensor": max(per), "cosine": float(F.cosine_similarity(g, w, dim=0)),
-            "tensors": len(want), "mismatched_names": missing}
+    per = [
+        float(
+            torch.linalg.norm(got[k].double() - want[k].double()) / torch.linalg.norm(want[k].double()).clamp(min=1e-30)
+        )
+        for k in want
+    ]
+    return {
+        "rel_error": float(torch.linalg.norm(g - w) / torch.linalg.norm(w).clamp(min=1e-30)),
+        "rel_error_worst_tensor": max(per),
+        "cosine": float(F.cosine_similarity(g, w, dim=0)),
+        "tensors": len(want),
+        "mismatched_names": missing,
+    }
 
 
 def _dropout_off(peft, *, keep_train: bool = False):
@@ -108,10 +125,12 @@ def _dropout_off(peft, *, keep_train: bool = False):
     return restore
 
 
-def first_step(peft, loss: Callable[[], torch.Tensor], extra: Sequence[torch.nn.Parameter] = (), *,
-               keep_train: bool = False) -> dict:
+def first_step(
+    peft, loss: Callable[[], torch.Tensor], extra: Sequence[torch.nn.Parameter] = (), *, keep_train: bool = False
+) -> dict:
     """One path's first step, dropout off, no optimiser step: {"loss": float, "gradients": {name:
     fp32 tensor on the host}}, gradients cleared after. keep_train: see `_dropout_off`."""
+
     def clear():
         peft.zero_grad(set_to_none=True)
         for p in extra:
@@ -133,12 +152,17 @@ def first_step(peft, loss: Callable[[], torch.Tensor], extra: Sequence[torch.nn.
 def compare_first_steps(naive: dict, harness: dict) -> dict:
     """Loss and LoRA-gradient agreement of two `first_step` results (the naive one the reference)."""
     a, b = naive["loss"], harness["loss"]
-    return {"naive_loss": a, "harness_loss": b, "loss_rel_error": abs(a - b) / max(abs(a), 1e-30),
-            "gradients": gradient_agreement(harness["gradients"], naive["gradients"])}
+    return {
+        "naive_loss": a,
+        "harness_loss": b,
+        "loss_rel_error": abs(a - b) / max(abs(a), 1e-30),
+        "gradients": gradient_agreement(harness["gradients"], naive["gradients"]),
+    }
 
 
-def first_step_check(peft, naive: Callable[[], torch.Tensor], fast: Callable[[], torch.Tensor],
-                     extra: Sequence[torch.nn.Parameter] = ()) -> dict:
+def first_step_check(
+    peft, naive: Callable[[], torch.Tensor], fast: Callable[[], torch.Tensor], extra: Sequence[torch.nn.Parameter] = ()
+) -> dict:
     """Loss and LoRA-gradient agreement of the two paths on one batch and one model (eval mode,
     no dropout, no optimiser step)."""
     return compare_first_steps(first_step(peft, naive, extra), first_step(peft, fast, extra))

@@ -12,9 +12,9 @@ from typing import Sequence
 
 import numpy as np
 import torch
+
 from aa_harness_bench.timing import timed
 from aa_harness_bench.workload import Shape
-
 from harness.neural.batching import right_padded
 from harness.neural.pooling import last_token_pool
 

@@ -34,6 +34,7 @@ def default_spec(n: int, dim: int) -> str:
 def exact_topk_indices(queries: np.ndarray, candidates: np.ndarray, k: int, device) -> tuple[np.ndarray, float]:
     """(top-k indices [q, k], seconds) by torch on `device`, candidates already resident there."""
     import torch
+
     from aa_harness_bench.timing import timed
 
     cand = torch.as_tensor(candidates, device=device)

@@ -40,6 +40,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 import torch
+
 from aa_harness_bench.reference import (
     compare_first_steps,
     first_step,

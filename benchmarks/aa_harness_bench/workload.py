@@ -45,7 +45,7 @@ class Shape:
     query_width: int  # heads x head_dim
 
     @classmethod
-    def of(cls, model) -> "Shape":
+    def of(cls, model) -> Shape:
         from aa_harness_bench.archs import non_embedding_parameters
 
         c = model.config

@@ -78,7 +78,7 @@ def most_dissimilar_pairs(docs: Sequence[Document], embed: Callable[[list[str]],
 def check_pairs(docs: Sequence[Document], pairs: dict[str, dict], source: str) -> None:
     """A pairs file must cover every author of `docs` with documents of theirs whose texts are unchanged."""
     by_id = {d.documentID: d for d in docs}
-    for author, own in _by_author(docs).items():
+    for author in _by_author(docs):
         if author not in pairs:
             raise DataError(f"{source}: no pair for author {author!r} (was it computed from other inputs?)")
         for doc_id, sha in zip(pairs[author]["pair"], pairs[author]["text_sha256"]):
@@ -123,7 +123,7 @@ def _count(step: str, before: Sequence[Document], after: Sequence[Document], sec
 
 def _per_source(docs: Sequence[Document]) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
-    for author, own in _by_author(docs).items():
+    for own in _by_author(docs).values():
         src = str(own[0].extra.get("source") or own[0].genre.split(":")[0])
         row = out.setdefault(src, {"documents": 0, "authors": 0})
         row["documents"] += len(own)
@@ -160,6 +160,7 @@ def curate(inputs: Sequence[str | Path], out: str | Path, settings: CurationSett
         check_pairs(docs, pairs, str(pairs_file))
         pairs = {a: pairs[a] for a in _by_author(docs)}
     else:
+        assert embed is not None  # exactly one of the two, checked above
         pairs = most_dissimilar_pairs(docs, embed)
     pair_seconds = time.perf_counter() - t
     stem = Path(out).name.split(".jsonl")[0]

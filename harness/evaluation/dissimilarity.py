@@ -15,7 +15,7 @@ stop words removed, sublinear tf, rows L2-normalised).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from harness.data.collection import Collection
 
@@ -34,7 +34,7 @@ class DissimilarityRule:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, obj: Mapping[str, object]) -> "DissimilarityRule":
+    def from_dict(cls, obj: Mapping[str, Any]) -> DissimilarityRule:
         return cls(**{k: v for k, v in obj.items() if k in cls.__dataclass_fields__})
 
 

@@ -38,7 +38,7 @@ class TextEncoder(torch.nn.Module):
     def collate(self, features: Sequence[Any]) -> dict[str, torch.Tensor]:
         raise NotImplementedError
 
-    def embed(self, **batch: torch.Tensor) -> torch.Tensor:
+    def embed(self, *args: Any, **batch: Any) -> torch.Tensor:  # each subclass names the tensors its collate makes
         raise NotImplementedError
 
     def forward(self, **batch: torch.Tensor) -> torch.Tensor:  # what DDP wraps

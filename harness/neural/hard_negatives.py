@@ -46,7 +46,8 @@ def pack_batches(groups: list[list[str]], batch_size: int, rng: random.Random) -
     """Pack groups in random order into batches of batch_size (a group may straddle two batches)."""
     groups = [list(g) for g in groups]
     rng.shuffle(groups)
-    batches, current = [], []
+    batches: list[list[str]] = []
+    current: list[str] = []
     for g in groups:
         while g:
             room = batch_size - len(current)

@@ -15,7 +15,7 @@ from harness.neural.device import device_label, pick_device
 from harness.neural.distributed import is_main
 from harness.neural.embed_cache import EmbeddingCache, default_cache_root, model_key
 from harness.neural.encoder import TextEncoder, encode_texts
-from harness.neural.recipe import ContrastiveTraining, EncodeSettings
+from harness.neural.recipe import ContrastiveTraining
 from harness.neural.training import (
     ContrastivePairs,
     EmbedBatch,
@@ -29,7 +29,7 @@ _log = logging.getLogger(__name__)
 class EncoderSystem:
     """A harness Encoder over any TextEncoder: cached, batched, normalised when cosine."""
 
-    def __init__(self, model: TextEncoder, settings: EncodeSettings, describe: dict | None = None):
+    def __init__(self, model: TextEncoder, settings: ContrastiveTraining, describe: dict | None = None):
         """settings: the plugin's config, read for its inference section (cache, encode_max_tokens,
         fast_path, search_*) and device."""
         self.device = pick_device(settings.device)

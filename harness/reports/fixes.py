@@ -38,7 +38,7 @@ def load_fixes(path: Path) -> list[Fix]:
             for f in json.loads(Path(path).read_text(encoding="utf-8"))]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _contains(commit: str, fix: str) -> bool | None:
     """Whether `commit` has `fix` in its history (None: git cannot tell)."""
     checkout = development_checkout()  # installed: no repository to ask; the dates decide

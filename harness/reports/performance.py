@@ -93,7 +93,7 @@ def search_table(records: list[dict]) -> str:
             for point in row["sweep"]:
                 rows.append(exact + [row["index"], f"{row['bytes_per_vector']} B", f"{row['build_seconds']:.0f}",
                                      f"{point['nprobe']}: {point['queries_per_s']:,.0f}",
-                                     f"{point['recall_at_%d' % row['k']]:.3f}"])
+                                     f"{point['recall_at_' + str(row['k'])]:.3f}"])
     return tabulate(rows, headers=["candidates", "dim", "device", "exact top-100: queries/s", "compressed index",
                                    "code size", "build, s", "nprobe: queries/s", "recall@100"],
                     tablefmt="github", disable_numparse=True)
@@ -202,7 +202,7 @@ def char_ngram_seeds_table(records: list[dict]) -> str:
     rows = []
     for r in records:
         f = r["results"]
-        def both(key, fmt=".1f"):  # wall (CPU seconds of the process, steadier on a shared machine)
+        def both(key, fmt=".1f", f=f):  # wall (CPU seconds of the process, steadier on a shared machine)
             cpu = key.replace("_seconds", "_cpu_seconds") if key.endswith("_seconds") else key.replace("ratio", "cpu_ratio")
             if key == "four_seed_speedup":
                 cpu = "four_seed_cpu_speedup"

@@ -6,7 +6,7 @@ on the device until the end, so the host lays out the next group while the devic
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Sequence, cast
 
 import numpy as np
 import torch
@@ -19,7 +19,8 @@ def packs(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
     """Indices, longest first, cut into packs of at most max_tokens tokens (a longer row alone)."""
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
     out: list[list[int]] = []
-    current, used = [], 0
+    current: list[int] = []
+    used = 0
     for i in order:
         if current and used + lengths[i] > max_tokens:
             out.append(current)
@@ -75,8 +76,8 @@ def embed_fused(decoder: FusedDecoder, rows: Sequence[Sequence[int]], device: to
             batch = Padded.of(chosen, device)
             pooled = _pool_padded(decoder.forward(batch), batch, pooling)
         else:
-            batch = Packed.of(chosen, device)
-            pooled = (last_token_packed if pooling == "last" else mean_pool_packed)(decoder.forward(batch), batch,
+            packed = Packed.of(chosen, device)
+            pooled = (last_token_packed if pooling == "last" else mean_pool_packed)(decoder.forward(packed), packed,
                                                                                       len(group))
         parts.append((finish(pooled) if finish else pooled).float())
     return in_input_order(parts, groups, len(rows))
@@ -97,4 +98,4 @@ def score_fused_continuations(decoder: FusedDecoder, head: Callable[[torch.Tenso
         last = last_token_packed(decoder.forward(packed, prefix=cache), packed, len(group))
         for i, s in zip(group, head(last).float().cpu().numpy()):
             out[i] = s
-    return np.stack(out)
+    return np.stack(cast("list[np.ndarray]", out))  # the packs cover every index

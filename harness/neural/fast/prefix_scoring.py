@@ -8,7 +8,7 @@ alone and with no padding in front of them. Needs a decoder switched to `aa_caus
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Sequence, cast
 
 import numpy as np
 import torch
@@ -42,4 +42,4 @@ def score_continuations(backbone: torch.nn.Module, head: Callable[[torch.Tensor]
         scores = head(last).float().cpu().numpy()
         for i, s in zip(batch, scores):
             out[i] = s
-    return np.stack(out) if out else np.zeros((0, 1), dtype=np.float32)
+    return np.stack(cast("list[np.ndarray]", out)) if out else np.zeros((0, 1), dtype=np.float32)
