@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +41,7 @@ def record_dir() -> Path:
     return next(p for p in (ROOT / "harness" / "record" / "splits", ROOT / "splits") if p.is_dir())
 
 
-@lru_cache(maxsize=None)
+@cache
 def verified_run(collection: str, run: str) -> list[dict]:
     """The run's results, each verified against its rankings and the committed manifest; [] if none."""
     from harness.evaluation.splits import manifest_path, read_manifest

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from harness.data.collection import load_collection
 from harness.data.corpus_folders import corpora_dir, corpus_file, hrs_dir
@@ -46,7 +47,7 @@ def all_view_defaults(name: str) -> dict:
     return d
 # blogs-xtopic's topic labels (harness.data.topic_labels); the committed labels file is read
 # when it matches the corpus and these settings, so every machine splits on the same labels.
-BLOGS_TOPICS = dict(k=20)
+BLOGS_TOPICS: dict[str, Any] = {"k": 20}
 
 
 def pan_collection(name: str, data_dir=None):

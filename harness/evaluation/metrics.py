@@ -108,7 +108,7 @@ def mean_sd(values: Sequence[float]) -> tuple[float, float]:
     return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else float("nan")
 
 
-def metrics_line(metrics: dict) -> str:
+def metrics_line(metrics: Mapping[str, float]) -> str:
     """The headline metrics as the CLI prints them: percent with one decimal, like the leaderboard pages
     (MRR@20 too is shown ×100)."""
     return "  ".join(f"{name} {100 * metrics[key]:.1f}%" for key, name in
