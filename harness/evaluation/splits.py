@@ -140,91 +140,31 @@ def build_split(collection: Collection, seed: int, author_fraction: float | None
     """Sample a split from `collection` with seed `seed` (see the module docstring).
 
     author_fraction, pool ("all" or "paper") and dissimilarity (a DissimilarityRule, or False
-    for none) default to the collection's split_defaults.
+    for none) default to the collection's split_defaults. The steps, in order: sample the
+    authors, pick their queries, make the candidate pool, find each query's needles, apply the
+    collection's rule; the seeded generator is read by the first two only.
     """
     if collection.given_splits is not None:
-        if seed not in collection.given_splits:
-            have = ", ".join(str(s) for s in sorted(collection.given_splits))
-            raise HarnessError(f"collection {collection.name!r} ships fixed splits for seed(s) {have}; there is none for seed {seed}")
-        given = collection.given_splits[seed]
-        return Split(collection=collection.name, seed=seed, queries=tuple(Query(*q) for q in given.queries),
-                     candidates=given.candidates, needles=given.needles, builder=given.builder,
-                     source_sha256=collection.fingerprint())
+        return _given_split(collection, seed)
     settings = split_settings(collection, author_fraction, pool, dissimilarity)
-    author_fraction = settings.author_fraction
-    if not 0 < author_fraction <= 1:
-        raise HarnessError(f"author fraction must be in (0, 1], got {author_fraction}")
+    if not 0 < settings.author_fraction <= 1:
+        raise HarnessError(f"author fraction must be in (0, 1], got {settings.author_fraction}")
     rng = random.Random(seed)
-    genres = collection.author_genres()
-    foreground = collection.foreground_authors()
-    n = max(1, round(author_fraction * len(foreground)))
-    sampled = sorted(rng.sample(foreground, n))
-
-    query_ids: set[str] = set()
-    query_genre: dict[str, str] = {}
-    for author in sampled:
-        genre = rng.choice(sorted(genres[author]))
-        for doc_id in genres[author][genre]:
-            if doc_id not in query_ids:  # a co-authored document is claimed once
-                query_ids.add(doc_id)
-                query_genre[doc_id] = genre
-
-    docs = collection.documents
-    # Same-genre documents sharing an author with a query are neither needles nor fair
-    # distractors; with single-author documents these are exactly the other queries.
-    query_authors_by_genre: dict[str, set[str]] = {}
-    for q in query_ids:
-        query_authors_by_genre.setdefault(query_genre[q], set()).update(docs[q].authorIDs)
-    candidates = sorted(
-        d for d, doc in docs.items()
-        if d not in query_ids and not (set(doc.authorIDs) & query_authors_by_genre.get(doc.genre, set()))
-    )
-    pool_all = len(candidates)
-    if settings.pool == "paper":
-        keep = set(sampled)
-        candidates = [d for d in candidates if d in collection.background_ids or set(docs[d].authorIDs) & keep]
-    by_author: dict[str, list[str]] = {}
-    for c in candidates:
-        for a in docs[c].authorIDs:
-            by_author.setdefault(a, []).append(c)
-    needles = {}
-    for q in sorted(query_ids):
-        found = {c for a in docs[q].authorIDs for c in by_author.get(a, ()) if docs[c].genre != query_genre[q]}
-        if found:  # a query without a needle (only possible through co-authorship) is set aside
-            needles[q] = tuple(sorted(found))
-    if not needles:
-        raise DataError(f"collection {collection.name!r} seed {seed}: no query has a needle "
-                        "(a needle shares an author with its query and is in another genre)")
-    query_ids = set(needles)
-    builder: dict[str, Any] = {"name": BUILDER, "version": BUILDER_VERSION, "author_fraction": author_fraction}
+    sampled = _sample_authors(collection, settings.author_fraction, rng)
+    query_genre = _pick_queries(collection, sampled, rng)
+    candidates, pool_sizes = _candidate_pool(collection, query_genre, sampled, settings.pool)
+    needles = _find_needles(collection, query_genre, candidates, seed)
+    builder: dict[str, Any] = {"name": BUILDER, "version": BUILDER_VERSION, "author_fraction": settings.author_fraction}
     if not settings.legacy or collection.split_defaults or collection.derivation:
-        builder["pool"] = settings.pool
-        sampled_set = set(sampled)
-        paper_size = sum(1 for d in candidates if d in collection.background_ids or set(docs[d].authorIDs) & sampled_set)
-        builder["pool_sizes"] = {"all": pool_all, "paper": paper_size}
+        builder.update(pool=settings.pool, pool_sizes=pool_sizes)
         if collection.derivation:
             builder["derivation"] = dict(collection.derivation)
-    if settings.dissimilarity is not None:
-        from harness.evaluation.dissimilarity import max_needle_cosine
-
-        rule = settings.dissimilarity
-        closest = max_needle_cosine(collection, needles, rule)
-        kept = sorted(q for q in query_ids if closest[q] < rule.threshold)
-        builder["dissimilarity"] = {
-            **rule.as_dict(),
-            "queries_before": len(query_ids),
-            "query_authors_before": len({a for q in query_ids for a in docs[q].authorIDs}),
-            "queries_dropped": len(query_ids) - len(kept),
-        }
-        query_ids = set(kept)
-        needles = {q: needles[q] for q in kept}
-    elif collection.split_defaults.get("needle_cosine") is not None:
-        builder["needle_cosine"] = record_needle_cosine(collection, needles, collection.split_defaults["needle_cosine"])
-    queries = tuple(Query(q, docs[q].authorIDs, query_genre[q]) for q in sorted(query_ids))
+    needles = _apply_rule(collection, settings, needles, builder)
+    docs = collection.documents
     split = Split(
         collection=collection.name,
         seed=seed,
-        queries=queries,
+        queries=tuple(Query(q, docs[q].authorIDs, query_genre[q]) for q in sorted(needles)),
         candidates=tuple(candidates),
         needles=needles,
         builder=builder,
@@ -232,6 +172,101 @@ def build_split(collection: Collection, seed: int, author_fraction: float | None
     )
     check_split(split, collection)
     return split
+
+
+def _given_split(collection: Collection, seed: int) -> Split:
+    """A collection that ships its splits (HRS): the one of this seed, as given."""
+    assert collection.given_splits is not None
+    if seed not in collection.given_splits:
+        have = ", ".join(str(s) for s in sorted(collection.given_splits))
+        raise HarnessError(f"collection {collection.name!r} ships fixed splits for seed(s) {have}; there is none for seed {seed}")
+    given = collection.given_splits[seed]
+    return Split(collection=collection.name, seed=seed, queries=tuple(Query(*q) for q in given.queries),
+                 candidates=given.candidates, needles=given.needles, builder=given.builder,
+                 source_sha256=collection.fingerprint())
+
+
+def _sample_authors(collection: Collection, author_fraction: float, rng: random.Random) -> list[str]:
+    """Step 1: round(author_fraction * F) of the F foreground authors, at least one, sorted."""
+    foreground = collection.foreground_authors()
+    n = max(1, round(author_fraction * len(foreground)))
+    return sorted(rng.sample(foreground, n))
+
+
+def _pick_queries(collection: Collection, sampled: Sequence[str], rng: random.Random) -> dict[str, str]:
+    """Steps 2 and 3: one genre per sampled author; every document of theirs in it is a query.
+    Returns each query's genre by document id."""
+    genres = collection.author_genres()
+    query_genre: dict[str, str] = {}
+    for author in sampled:
+        genre = rng.choice(sorted(genres[author]))
+        for doc_id in genres[author][genre]:
+            if doc_id not in query_genre:  # a co-authored document is claimed once
+                query_genre[doc_id] = genre
+    return query_genre
+
+
+def _candidate_pool(collection: Collection, query_genre: Mapping[str, str], sampled: Sequence[str],
+                    pool: str) -> tuple[list[str], dict[str, int]]:
+    """Step 4: the candidates (sorted ids) and the sizes of both pools ("all" and "paper")."""
+    docs = collection.documents
+    # Same-genre documents sharing an author with a query are neither needles nor fair
+    # distractors; with single-author documents these are exactly the other queries.
+    query_authors_by_genre: dict[str, set[str]] = {}
+    for q, genre in query_genre.items():
+        query_authors_by_genre.setdefault(genre, set()).update(docs[q].authorIDs)
+    candidates = sorted(
+        d for d, doc in docs.items()
+        if d not in query_genre and not (set(doc.authorIDs) & query_authors_by_genre.get(doc.genre, set()))
+    )
+    keep = set(sampled)
+    paper = [d for d in candidates if d in collection.background_ids or set(docs[d].authorIDs) & keep]
+    return (paper if pool == "paper" else candidates), {"all": len(candidates), "paper": len(paper)}
+
+
+def _find_needles(collection: Collection, query_genre: Mapping[str, str], candidates: Sequence[str],
+                  seed: int) -> dict[str, tuple[str, ...]]:
+    """Each query's needles: candidates sharing an author with it, in another genre. A query with
+    none (possible only through co-authorship) is set aside; no query with a needle is an error."""
+    docs = collection.documents
+    by_author: dict[str, list[str]] = {}
+    for c in candidates:
+        for a in docs[c].authorIDs:
+            by_author.setdefault(a, []).append(c)
+    needles = {}
+    for q in sorted(query_genre):
+        found = {c for a in docs[q].authorIDs for c in by_author.get(a, ()) if docs[c].genre != query_genre[q]}
+        if found:
+            needles[q] = tuple(sorted(found))
+    if not needles:
+        raise DataError(f"collection {collection.name!r} seed {seed}: no query has a needle "
+                        "(a needle shares an author with its query and is in another genre)")
+    return needles
+
+
+def _apply_rule(collection: Collection, settings: SplitSettings, needles: dict[str, tuple[str, ...]],
+                builder: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+    """The collection's query-needle dissimilarity rule: the queries it keeps (with their needles),
+    and in `builder` the rule and what it removed. Without a rule, every query is kept, and a
+    collection that asks for it gets each query's largest needle cosine recorded."""
+    if settings.dissimilarity is None:
+        if collection.split_defaults.get("needle_cosine") is not None:
+            builder["needle_cosine"] = record_needle_cosine(collection, needles,
+                                                            collection.split_defaults["needle_cosine"])
+        return needles
+    from harness.evaluation.dissimilarity import max_needle_cosine
+
+    docs = collection.documents
+    rule = settings.dissimilarity
+    closest = max_needle_cosine(collection, needles, rule)
+    kept = sorted(q for q in needles if closest[q] < rule.threshold)
+    builder["dissimilarity"] = {
+        **rule.as_dict(),
+        "queries_before": len(needles),
+        "query_authors_before": len({a for q in needles for a in docs[q].authorIDs}),
+        "queries_dropped": len(needles) - len(kept),
+    }
+    return {q: needles[q] for q in kept}
 
 
 def record_needle_cosine(collection: Collection, needles: Mapping[str, Sequence[str]],
