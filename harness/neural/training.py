@@ -197,89 +197,120 @@ def train_loop(model: TextEncoder, task: TrainingTask, recipe, out_dir: Path, *,
     rank, size, _ = D.world()
     device = pick_device(recipe.device)
     out_dir = Path(out_dir)
-    ckpt = out_dir / "checkpoint"
+    wrapped = _ready_to_train(model, recipe, device, size, log)
+    optimizer = torch.optim.Adam(model.trainable_parameters(), lr=recipe.lr)
+    run = _Run(model, wrapped, task, recipe, optimizer, device, rank, size, out_dir / "checkpoint", log)
+    n_trainable = sum(p.numel() for p in model.trainable_parameters())
+    log(f"training {type(model).__name__} on {device_label(device)} x{size}: {task.size()} {task.unit}, "
+        f"{n_trainable:,} trainable parameters, {recipe.grad_accumulation} global batch(es) per optimizer step")
+    for epoch in range(run.progress["epoch"], recipe.epochs):
+        stop = run.epoch(epoch)
+        if not stop:
+            run.progress.update(epoch=epoch + 1, step=0, plan=None)
+        if D.is_main():
+            save_checkpoint(run.ckpt, model, optimizer, run.progress)
+        if stop:
+            break
+    summary = {**dict(record or {}), "device": device_label(device), "world_size": size,
+               "examples": task.size(), "unit": task.unit,  # authors (bi-encoders) or queries (the reranker)
+               "trainable_parameters": n_trainable, "steps": run.progress["steps_done"], "log": run.progress["log"]}
+    if D.is_main():
+        save(model, out_dir / "model")
+        atomic_write_text(out_dir / "train_log.json", json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+def _ready_to_train(model: TextEncoder, recipe, device: torch.device, size: int, log):
+    """The model on its device in train mode, fp32 where it trains, checkpointed when asked; DDP-wrapped
+    under several processes. Returns what the task's step calls (the wrapper, or the model)."""
     model.to(device)
     for p in model.trainable_parameters():
         p.data = p.data.float()  # fp32 master weights for what trains; bf16 only inside autocast
     if recipe.grad_checkpointing and not model.enable_gradient_checkpointing():
         log(f"gradient checkpointing: not supported by {type(model).__name__}'s backbone; training without it")
     model.train()
-    wrapped = model
-    if size > 1:
-        from torch.nn.parallel import DistributedDataParallel
+    if size == 1:
+        return model
+    from torch.nn.parallel import DistributedDataParallel
 
-        wrapped = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-    optimizer = torch.optim.Adam(model.trainable_parameters(), lr=recipe.lr)
-    progress = load_checkpoint(ckpt, model, optimizer) or {"epoch": 0, "step": 0, "plan": None, "log": [], "steps_done": 0}
-    if progress["steps_done"]:
-        log(f"resuming from {ckpt}: epoch {progress['epoch']}, batch {progress['step']}")
-    amp = recipe.bf16 and device.type == "cuda"
-    accum = recipe.grad_accumulation
-    n_trainable = sum(p.numel() for p in model.trainable_parameters())
-    log(f"training {type(model).__name__} on {device_label(device)} x{size}: {task.size()} {task.unit}, "
-        f"{n_trainable:,} trainable parameters, {accum} global batch(es) per optimizer step")
-    checked, stop = False, False
-    for epoch in range(progress["epoch"], recipe.epochs):
+    return DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+
+
+class _Run:
+    """One training run's state across epochs: the progress a checkpoint holds (epoch, batch, the
+    epoch's plan, the log, optimizer steps done) and whether the first step's gradients were checked."""
+
+    def __init__(self, model, wrapped, task: TrainingTask, recipe, optimizer, device: torch.device, rank: int,
+                 size: int, ckpt: Path, log):
+        self.model, self.wrapped, self.task, self.recipe, self.optimizer = model, wrapped, task, recipe, optimizer
+        self.device, self.rank, self.size, self.ckpt, self.log = device, rank, size, ckpt, log
+        self.amp = recipe.bf16 and device.type == "cuda"
+        self.checked = False
+        self.progress = (load_checkpoint(ckpt, model, optimizer)
+                         or {"epoch": 0, "step": 0, "plan": None, "log": [], "steps_done": 0})
+        if self.progress["steps_done"]:
+            log(f"resuming from {ckpt}: epoch {self.progress['epoch']}, batch {self.progress['step']}")
+
+    def epoch(self, epoch: int) -> bool:
+        """The epoch's batches from where the progress stands; its summary joins the log. True when
+        the step cap stopped it."""
+        progress, accum = self.progress, self.recipe.grad_accumulation
         if progress["plan"] is None:
-            plan = task.plan_epoch(model, epoch, device, log) if D.is_main() else None
+            plan = self.task.plan_epoch(self.model, epoch, self.device, self.log) if D.is_main() else None
             progress.update(plan=D.broadcast(plan), step=0)
         plan = progress["plan"]
         t_epoch, docs, tokens, pending, t0 = time.perf_counter(), 0, 0, [], time.perf_counter()
         bar = tqdm(total=len(plan), initial=progress["step"], desc=f"epoch {epoch}", unit="batch", file=sys.stderr,
                    disable=not (D.is_main() and sys.stderr.isatty()))
+        stop = False
         for i in range(progress["step"], len(plan)):
             group = (i // accum) * accum
             group_len = min(accum, len(plan) - group)
             boundary = i == group + group_len - 1
             batch = plan[i]
-            sizes = [len(D.shard(batch, r, size)) for r in range(size)]
-            out = task.step(wrapped, model, D.shard(batch, rank, size), sizes, device, amp, 1.0 / group_len, boundary)
+            sizes = [len(D.shard(batch, r, self.size)) for r in range(self.size)]
+            out = self.task.step(self.wrapped, self.model, D.shard(batch, self.rank, self.size), sizes, self.device,
+                                 self.amp, 1.0 / group_len, boundary)
             pending.append((out.loss, len(batch)))
             docs += out.documents
             tokens += out.tokens
             bar.update(1)
             if not boundary:
                 continue
-            if not checked:
-                idle = [n for n, p in model.named_parameters() if p.requires_grad and p.grad is None]
-                if idle:  # would also leave DDP's gradient reduction unfinished
-                    raise HarnessError(f"trainable parameters got no gradient (freeze them): {idle[:5]}")
-                checked = True
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-            entry = {"epoch": epoch, "step": i, "loss": round(sum(v for v, _ in pending) / len(pending), 6),
-                     task.unit: sum(n for _, n in pending), "seconds": round(time.perf_counter() - t0, 4)}
-            progress["log"].append(entry)
-            progress["step"] = i + 1
-            progress["steps_done"] += 1
+            entry = self._optimizer_step(epoch, i, pending, t0)
             pending, t0 = [], time.perf_counter()
             bar.set_postfix(loss=f"{entry['loss']:.4f}")
             if bar.disable and (progress["steps_done"] % 10 == 1 or i == len(plan) - 1):
-                log(f"epoch {epoch} batch {i + 1}/{len(plan)} step {progress['steps_done']} loss {entry['loss']:.4f}")
-            if recipe.checkpoint_every and progress["steps_done"] % recipe.checkpoint_every == 0 and D.is_main():
-                save_checkpoint(ckpt, model, optimizer, progress)
-            if recipe.max_steps and progress["steps_done"] >= recipe.max_steps:
+                self.log(f"epoch {epoch} batch {i + 1}/{len(plan)} step {progress['steps_done']} loss {entry['loss']:.4f}")
+            if (self.recipe.checkpoint_every and progress["steps_done"] % self.recipe.checkpoint_every == 0
+                    and D.is_main()):
+                save_checkpoint(self.ckpt, self.model, self.optimizer, progress)
+            if self.recipe.max_steps and progress["steps_done"] >= self.recipe.max_steps:
                 stop = True
                 break
         bar.close()
         seconds = time.perf_counter() - t_epoch
         progress["log"].append({"epoch": epoch, "epoch_seconds": round(seconds, 2), "docs_per_second": round(docs / max(seconds, 1e-9), 1),
                                 "tokens_per_second": round(tokens / max(seconds, 1e-9), 1)})
-        if not stop:
-            progress.update(epoch=epoch + 1, step=0, plan=None)
-        if D.is_main():
-            save_checkpoint(ckpt, model, optimizer, progress)
-        if stop:
-            break
-    summary = {**dict(record or {}), "device": device_label(device), "world_size": size,
-               "examples": task.size(), "unit": task.unit,  # authors (bi-encoders) or queries (the reranker)
-               "trainable_parameters": n_trainable, "steps": progress["steps_done"], "log": progress["log"]}
-    if D.is_main():
-        save(model, out_dir / "model")
-        atomic_write_text(out_dir / "train_log.json", json.dumps(summary, indent=1) + "\n")
-    return summary
+        return stop
+
+    def _optimizer_step(self, epoch: int, i: int, pending: list[tuple[float, int]], t0: float) -> dict:
+        """Adam's step after the last batch of an accumulation group (batch i); its log entry, recorded."""
+        if not self.checked:
+            idle = [n for n, p in self.model.named_parameters() if p.requires_grad and p.grad is None]
+            if idle:  # would also leave DDP's gradient reduction unfinished
+                raise HarnessError(f"trainable parameters got no gradient (freeze them): {idle[:5]}")
+            self.checked = True
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        entry = {"epoch": epoch, "step": i, "loss": round(sum(v for v, _ in pending) / len(pending), 6),
+                 self.task.unit: sum(n for _, n in pending), "seconds": round(time.perf_counter() - t0, 4)}
+        self.progress["log"].append(entry)
+        self.progress["step"] = i + 1
+        self.progress["steps_done"] += 1
+        return entry
 
 
 def losses(summary: dict) -> list[float]:
