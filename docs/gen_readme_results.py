@@ -89,7 +89,6 @@ def render() -> str:
     _import_harness()
     from harness.evaluation.metrics import mean_sd
     from harness.reports.run_identity import load_before_decontamination
-
     from harness.reports.stale import load_stale
 
     before = load_before_decontamination(RUNS)

@@ -53,7 +53,7 @@ def _check_same_splits(a: list[dict], b: list[dict], shared) -> None:
             raise HarnessError(f"seed {s}: the two runs were made on different splits ({sa[:12]} vs {sb[:12]})")
 
 
-def _paired_keys(a: list[dict], b: list[dict], splits_dir: Path | None):
+def _paired_keys(a: list[dict], b: list[dict], splits_dir: Path | Sequence[Path] | None):
     ra, rb = first_ranks_by_key(a), first_ranks_by_key(b)
     shared = sorted({s for s, _ in ra} & {s for s, _ in rb})
     if not shared:
@@ -67,13 +67,13 @@ def _paired_keys(a: list[dict], b: list[dict], splits_dir: Path | None):
     return ra, rb, clusters
 
 
-def compare_results(a: list[dict], b: list[dict], splits_dir: Path | None, *, resamples: int = RESAMPLES,
+def compare_results(a: list[dict], b: list[dict], splits_dir: Path | Sequence[Path] | None, *, resamples: int = RESAMPLES,
                     seed: int = 0) -> dict[str, PairedResult]:
     ra, rb, clusters = _paired_keys(a, b, splits_dir)
     return compare_ranks(ra, rb, clusters, resamples=resamples, seed=seed)
 
 
-def needed_authors(a: list[dict], b: list[dict], splits_dir: Path | None, delta: float = 0.05) -> tuple[int, float, int]:
+def needed_authors(a: list[dict], b: list[dict], splits_dir: Path | Sequence[Path] | None, delta: float = 0.05) -> tuple[int, float, int]:
     """(independent query authors needed to detect a `delta` Success@8 gap with this spread, the per-author sd,
     the distinct query authors these runs have)."""
     ra, rb, clusters = _paired_keys(a, b, splits_dir)
