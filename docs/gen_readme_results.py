@@ -6,6 +6,7 @@ recomputed here: each result is verified against its rankings and split manifest
 Run `python docs/gen_readme_results.py`; `--check` exits 1 when README.md is out of date
 (tests/test_docs.py runs the check).
 """
+
 from __future__ import annotations
 
 import re
@@ -76,7 +77,7 @@ def _identity(res: dict, before: dict[str, str], previous: str | None) -> list[s
     if ident.backbone == "—" or not ident.backbone.startswith(hub_id):
         backbone = ident.backbone
     else:
-        backbone = f"`{hub_id}`{ident.backbone[len(hub_id):]}, {ident.parameters}"
+        backbone = f"`{hub_id}`{ident.backbone[len(hub_id) :]}, {ident.parameters}"
     origin = ident.origin
     if previous and res["config"].get("first_stage") == previous:
         origin = "trained here, reranking the row above"
@@ -93,9 +94,11 @@ def render() -> str:
 
     before = load_before_decontamination(RUNS)
     stale = load_stale(RUNS)
-    lines = [START,
-             "| system | backbone | weights | " + " | ".join(COLLECTIONS) + " |",
-             "|---|---|---|" + "---|" * len(COLLECTIONS)]
+    lines = [
+        START,
+        "| system | backbone | weights | " + " | ".join(COLLECTIONS) + " |",
+        "|---|---|---|" + "---|" * len(COLLECTIONS),
+    ]
     for previous, run in zip((None, *ROWS), ROWS):
         cells, label = [], None
         for collection in COLLECTIONS:
@@ -113,8 +116,10 @@ def render() -> str:
         if label:
             lines.append("| " + " | ".join(label + cells) + " |")
     if any(line.count(" †") for line in lines):
-        lines += ["", "† trained on data from before the corpora's decontamination (see the leaderboard's "
-                  "\"What each run is\")."]
+        lines += [
+            "",
+            "† trained on data from before the corpora's decontamination (see the leaderboard's \"What each run is\").",
+        ]
     lines.append(END)
     return "\n".join(lines)
 

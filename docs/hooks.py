@@ -5,6 +5,7 @@ written by `aa-harness leaderboard`; the site serves them as they are under `lea
 the manual links to the figures instead of copying them. A page may hold a marker line
 `<!-- generated: NAME -->`, replaced at build time by the block `GENERATED[NAME]()` returns.
 """
+
 from __future__ import annotations
 
 import re
@@ -85,10 +86,24 @@ def seed_overlap() -> str:
     for name, splits in sorted(pooled.items()):
         queries = [q for s in splits for q in s.queries]
         authors = {a for q in queries for a in q.authorIDs}
-        rows.append([name, " ".join(str(s.seed) for s in splits), splits[0].builder.get("author_fraction", "—"),
-                     len(queries), len({q.documentID for q in queries}), len(authors)])
-    headers = ["collection", "seeds", "author fraction", "queries, pooled", "distinct query documents",
-               "distinct query authors"]
+        rows.append(
+            [
+                name,
+                " ".join(str(s.seed) for s in splits),
+                splits[0].builder.get("author_fraction", "—"),
+                len(queries),
+                len({q.documentID for q in queries}),
+                len(authors),
+            ]
+        )
+    headers = [
+        "collection",
+        "seeds",
+        "author fraction",
+        "queries, pooled",
+        "distinct query documents",
+        "distinct query authors",
+    ]
     return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
 
 
@@ -103,13 +118,26 @@ def unit_example() -> str:
     a, b = (readme.verified_run("reddit-xsub", run) for run in ("char-ngram", "bm25"))
     ra, rb, clusters = _paired_keys(a, b, _record_dir())
     rows = []
-    for unit, cl in (("query author across all seeds", clusters),
-                     ("(seed, query author)", {k: (k[0], c) for k, c in clusters.items()})):
+    for unit, cl in (
+        ("query author across all seeds", clusters),
+        ("(seed, query author)", {k: (k[0], c) for k, c in clusters.items()}),
+    ):
         r = compare_ranks(ra, rb, cl)["success@8"]
-        rows.append([unit, r.n_clusters, f"{100 * r.diff:+.1f}", f"[{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}]",
-                     f"{r.p_value:.3f}"])
-    return tabulate(rows, headers=["cluster", "clusters", "Success@8 difference", "95% interval", "p"],
-                    tablefmt="github", disable_numparse=True)
+        rows.append(
+            [
+                unit,
+                r.n_clusters,
+                f"{100 * r.diff:+.1f}",
+                f"[{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}]",
+                f"{r.p_value:.3f}",
+            ]
+        )
+    return tabulate(
+        rows,
+        headers=["cluster", "clusters", "Success@8 difference", "95% interval", "p"],
+        tablefmt="github",
+        disable_numparse=True,
+    )
 
 
 RETRIEVER = "sadiri-v2-qwen2.5-1.5b-cosine-b16-lr1e-4"
@@ -147,10 +175,58 @@ def paper_claims() -> str:
                 row.append("not run")
                 continue
             r = compare_results(list(a), list(b), _record_dir())["success@8"]
-            row.append(f"{100 * r.diff:+.1f} [{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}], p = {r.p_value:.3g}"
-                       f" ({r.n_clusters} authors)")
+            row.append(
+                f"{100 * r.diff:+.1f} [{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}], p = {r.p_value:.3g}"
+                f" ({r.n_clusters} authors)"
+            )
         rows.append(row)
     return tabulate(rows, headers=["claim", "A − B", *CLAIM_COLLECTIONS], tablefmt="github", disable_numparse=True)
+
+
+def locations_table() -> str:
+    """Every location with its flag, environment variable and default, from the resolver itself."""
+    import os
+
+    from tabulate import tabulate
+
+    from harness import locations
+
+    placeholders = {locations.HOME_ENV: "<home>", locations.CACHE_ENV: "<cache>", "HF_HUB_CACHE": "<HF cache>"}
+    cleared = [
+        locations.RUNS_ENV,
+        locations.CORPORA_ENV,
+        locations.HRS_ENV,
+        locations.MODEL_DIR_ENV,
+        locations.BENCH_ENV,
+    ]
+    saved = {k: os.environ.get(k) for k in [*placeholders, *cleared]}
+    try:
+        for k in cleared:
+            os.environ.pop(k, None)
+        os.environ.update(placeholders)
+        found = locations.all_locations()
+        record = str(locations.record_splits_dir())
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    rows = []
+    for loc in found:
+        default = "package data `harness/record/splits/`" if loc.path == record else f"`{loc.path}`"
+        if loc.env == locations.HOME_ENV:
+            default = "the per-user data folder (platformdirs)"
+        if loc.env == locations.CACHE_ENV:
+            default = "the per-user cache folder (platformdirs)"
+        if loc.env == locations.HRS_ENV:
+            default = "none: restricted data, named by you"
+        if loc.env == locations.MODEL_DIR_ENV:
+            default = ", then ".join(f"`{part}`" if part.startswith("<") else part for part in loc.path.split(" then "))
+        rows.append([loc.what, f"`{loc.flag}`" if loc.flag else "–", f"`{loc.env}`" if loc.env else "–", default])
+    return tabulate(
+        rows, headers=["location", "flag", "environment", "default"], tablefmt="github", disable_numparse=True
+    )
 
 
 def _registry():
@@ -162,8 +238,10 @@ def _registry():
 def systems_table() -> str:
     from tabulate import tabulate
 
-    rows = [[f"`{s.name}`", ", ".join(s.capabilities), "yes" if s.trainer else "no", s.description]
-            for s in sorted(_registry().systems.values(), key=lambda s: s.name)]
+    rows = [
+        [f"`{s.name}`", ", ".join(s.capabilities), "yes" if s.trainer else "no", s.description]
+        for s in sorted(_registry().systems.values(), key=lambda s: s.name)
+    ]
     return tabulate(rows, headers=["system", "can", "trainable", "what"], tablefmt="github", disable_numparse=True)
 
 
@@ -183,8 +261,10 @@ def recipe_defaults() -> str:
 
     blocks = []
     for spec in sorted(_registry().systems.values(), key=lambda s: s.name):
-        rows = [[f"`{f['key']}`", f"`{f['default']!r}`", f["help"].replace("|", "/")]
-                for f in config_fields(load_object(spec.config))]
+        rows = [
+            [f"`{f['key']}`", f"`{f['default']!r}`", f["help"].replace("|", "/")]
+            for f in config_fields(load_object(spec.config))
+        ]
         table = tabulate(rows, headers=["--set key", "default", "help"], tablefmt="github", disable_numparse=True)
         body = "\n".join("    " + line for line in table.splitlines())
         blocks.append(f'??? note "`{spec.name}`: {len(rows)} keys"\n\n{body}\n')
@@ -194,8 +274,9 @@ def recipe_defaults() -> str:
 def _reported(columns, rows) -> str:
     from tabulate import tabulate
 
-    return tabulate([list(r) for r in rows], headers=list(columns), tablefmt="github", floatfmt=".1f",
-                    disable_numparse=True)
+    return tabulate(
+        [list(r) for r in rows], headers=list(columns), tablefmt="github", floatfmt=".1f", disable_numparse=True
+    )
 
 
 def reported_table1() -> str:
@@ -216,6 +297,7 @@ GENERATED = {
     "unit-example": unit_example,
     "paper-claims": paper_claims,
     "systems": systems_table,
+    "locations": locations_table,
     "collections": collections_table,
     "recipe-defaults": recipe_defaults,
     "reported-table1": reported_table1,

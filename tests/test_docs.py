@@ -1,4 +1,5 @@
 """The README and the documentation site: short, current, generated where they show figures."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -34,8 +35,11 @@ def test_readme_and_docs_hold_no_issue_numbers_ticket_or_session_talk():
     found = []
     for path in _user_docs():
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            found += [f"{path.relative_to(ROOT)}:{n}: {what}: {line.strip()[:80]}"
-                      for pattern, what in FORBIDDEN if pattern.search(line)]
+            found += [
+                f"{path.relative_to(ROOT)}:{n}: {what}: {line.strip()[:80]}"
+                for pattern, what in FORBIDDEN
+                if pattern.search(line)
+            ]
     assert not found, "\n".join(found)
 
 
@@ -104,6 +108,14 @@ def test_every_test_the_guarantees_section_names_exists():
     for file, name in named:
         source = (ROOT / "tests" / file).read_text(encoding="utf-8")
         assert not name or f"def {name}(" in source, f"docs/schema.md names {file}::{name}, which does not exist"
+
+
+def test_the_quick_start_page_gives_the_readmes_two_commands():
+    commands = re.findall(r"^python3 -m venv .*$", README.read_text(encoding="utf-8"), re.M)
+    assert len(commands) == 2, commands
+    page = (DOCS / "quickstart.md").read_text(encoding="utf-8")
+    for command in commands:
+        assert f"\n{command}\n" in page, f"docs/quickstart.md lacks the README's command: {command}"
 
 
 def test_ci_builds_the_site_strictly_and_runs_the_readme_test_command():
