@@ -28,8 +28,9 @@ th button { font: inherit; font-weight: 600; background: none; border: 0; paddin
 th button::after { content: " \\2195"; color: #9aa3ad; }
 th[aria-sort="ascending"] button::after { content: " \\25B2"; color: var(--accent); }
 th[aria-sort="descending"] button::after { content: " \\25BC"; color: var(--accent); }
-td.run { min-width: 16rem; max-width: 30rem; overflow-wrap: anywhere; }
-td.differs { max-width: 22rem; font-size: .85rem; }
+td.run { min-width: 14rem; max-width: 26rem; overflow-wrap: anywhere; }
+td.differs { min-width: 24rem; max-width: 34rem; font-size: .8rem; }
+caption { text-align: left; }
 tbody tr:nth-child(even) { background: #fafbfc; }
 tbody tr:hover { background: #eef4ff; }
 .mark { color: #b3261e; font-weight: 600; }

@@ -128,9 +128,20 @@ def _draw_panel(ax, runs: dict, collection: str, names: list[str], title: str) -
     return {"names": list(names), "styles": [styles[n] for n in names], "title": title}
 
 
-def _save(fig, path: Path) -> None:
+def save_png(fig, path: Path) -> None:
+    """Save fitted to everything drawn (no title or legend cut), as a 256-colour PNG: a third of the
+    bytes of the RGBA image, and the same to the eye."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", metadata={"Software": None}, bbox_inches="tight", pad_inches=0.15)
+    buffer.seek(0)
+    image = Image.open(buffer).convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT,
+                                                       dither=Image.Dither.NONE)
     with atomic_open(path, "wb") as f:
-        fig.savefig(f, format="png", metadata={"Software": None}, bbox_inches="tight", pad_inches=0.15)
+        image.save(f, format="PNG", optimize=True)
 
 
 def draw_panels(runs: dict, collection: str, panels: list[tuple[str, list[str]]], path: Path) -> list[dict]:
@@ -149,7 +160,7 @@ def draw_panels(runs: dict, collection: str, panels: list[tuple[str, list[str]]]
     for ax, d in zip(axes[:, 0], drawn):
         d["legend_outside"] = bool(ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1)
         d["percent_axis"] = all(t.get_text().endswith("%") for t in ax.get_yticklabels() if t.get_text())
-    _save(fig, path)
+    save_png(fig, path)
     plt.close(fig)
     return drawn
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.atomic import atomic_open
-
 
 def load_logs(folder: Path) -> dict[str, dict]:
     logs = {}
@@ -127,7 +125,7 @@ def plot_losses(logs: dict[str, dict], path: Path) -> list[dict]:
     import matplotlib.ticker
     import numpy as np
 
-    from harness.reports.plots import COLOURS, LEGEND_WIDTH_IN, MARKERS
+    from harness.reports.plots import COLOURS, LEGEND_WIDTH_IN, MARKERS, save_png
 
     panels = loss_panels(logs)
     fig, axes = plt.subplots(len(panels), 1, figsize=(8.5 + LEGEND_WIDTH_IN, 3.6 * len(panels)), dpi=100, squeeze=False)
@@ -163,7 +161,6 @@ def plot_losses(logs: dict[str, dict], path: Path) -> list[dict]:
     fig.canvas.draw()
     for ax, d in zip(axes[:, 0], drawn):
         d["legend_outside"] = bool(ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1)
-    with atomic_open(path, "wb") as f:
-        fig.savefig(f, format="png", metadata={"Software": None}, bbox_inches="tight", pad_inches=0.15)
+    save_png(fig, path)
     plt.close(fig)
     return drawn
