@@ -201,3 +201,21 @@ def test_leaderboard_refuses_a_folder_that_is_not_a_site(tmp_path, site, capsys)
     assert err.startswith("aa-harness: error:") and len(err.strip().splitlines()) == 1
     assert [p.name for p in folder.iterdir()] == ["README.md"]
     assert not (tmp_path / "pages").exists()  # nothing written half-way
+
+
+def test_stale_runs_are_listed_apart_with_their_reason(tmp_path, site):
+    import json
+
+    runs = tmp_path / "runs"
+    shutil.copytree(site.parent / "runs", runs)
+    shutil.copytree(site.parent / "runs-splits", tmp_path / "runs-splits")
+    reason = "made on <v1> of the file"
+    (tmp_path / "stale.json").write_text(json.dumps({"runs": [
+        {"collection": "mixed", "run": "char-ngram", "manifests": "mixed", "reason": reason}]}), encoding="utf-8")
+    out = tmp_path / "site"
+    assert main(["leaderboard", "--runs-dir", str(runs), "--out", str(tmp_path / "pages"), "--no-plots",
+                 "--html", str(out)]) == 0
+    text = (out / "index.html").read_text(encoding="utf-8")
+    tables, stale = text.split("<h2>Stale runs</h2>")
+    assert ">char-ngram</a>" not in tables and ">bm25</a>" in tables
+    assert "char-ngram" in stale and "made on &lt;v1&gt; of the file" in stale

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import math
 import re
 from html import escape
@@ -124,13 +125,14 @@ def collection_table(board: Board, collection: str, identity: dict[tuple[str, st
         vs_base = board.compare(collection, n, base)["success@8"] if base and n != base else None
         marks = ("*" if vs_best is not None and vs_best.p_value < ALPHA else "") + (
             "†" if vs_base is not None and vs_base.p_value < ALPHA else "")
-        lo, hi, _ = pooled_interval(board, collection, n)
+        lo, hi, unit = pooled_interval(board, collection, n)
         cells = [_cell(f'<a href="{escape(run_page_path(collection, n))}">{escape(n)}</a>', sort=n, cls="run"),
                  _cell(escape(res[0]["system"])), _cell(str(len(res)), sort=float(len(res)), cls="num")]
         for m in HEADLINE:
             text, mean = _mean_sd([r["metrics"][m] for r in res])
             cells.append(_cell(text, sort=mean, cls="num"))
-        cells.append(_cell(f"{_pct(pooled[n])} [{_pct(lo)}, {_pct(hi)}]", sort=pooled[n], cls="num"))
+        cells.append(_cell(f'<span title="95% bootstrap over {escape(unit)}">{_pct(pooled[n])} [{_pct(lo)}, {_pct(hi)}]</span>',
+                           sort=pooled[n], cls="num"))
         cells.append(_cell(f'<span class="mark">{escape(marks)}</span>' if marks else "", sort=marks))
         cells.append(_diff_cell(vs_best) if n != best else _cell("(best)", sort=0.0, cls="num"))
         cells.append(_diff_cell(vs_base) if n != base else _cell("(baseline)", sort=float("nan"), cls="num"))
@@ -170,6 +172,18 @@ def index_page(board: Board, figures: dict[str, bytes], identity: dict[tuple[str
             parts.append(_figure(figures[f], f"Success@k on {c}{more}"))
         if not shown:
             parts.append('<p class="muted">(plots not drawn: --no-plots)</p>')
+    if board.stale_runs:
+        rows = []
+        for (c, n), res in sorted(board.stale_runs.items()):
+            entry = board.stale_entries[(c, n)]
+            text, mean = _mean_sd([r["metrics"]["success@8"] for r in res])
+            rows.append(f"<tr>{_cell(escape(c))}{_cell(escape(n), cls='run')}{_cell(text, sort=mean, cls='num')}"
+                        f"{_cell(escape(entry.reason))}</tr>")
+        parts.append("<h2>Stale runs</h2><p class=\"note\">Made on data since corrected: verified against the "
+                     "manifests they were made on, and kept apart from the tables above.</p>"
+                     '<div class="wrap"><table class="sortable"><thead><tr>' + _head("collection") + _head("run")
+                     + _head("Success@8 (%)", numeric=True) + _head("why stale") + "</tr></thead><tbody>\n"
+                     + "\n".join(rows) + "\n</tbody></table></div>")
     if "training-loss.png" in figures:
         parts.append("<h2>Training loss</h2>" + _figure(figures["training-loss.png"], "Contrastive training loss per step"))
     return page("aa-harness leaderboard", "\n".join(parts))
@@ -195,7 +209,7 @@ def run_page(board: Board, collection: str, name: str, identity: RunIdentity) ->
             ("backbone", identity.backbone), ("parameters", identity.parameters), ("trained", identity.origin),
             ("training data", identity.training_data), ("model", cfg.get("model") or "(pretrained or none)"),
             ("first stage", cfg.get("first_stage") or "(retriever)"), ("differs from the paper", identity.differs)]
-    config = [(k, cfg[k]) for k in sorted(cfg)]
+    config = [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in sorted(cfg.items())]
     seeds = [[str(r["seed"]), str(r["n_queries"]), str(r["n_candidates"]),
               *[_pct(r["metrics"][m]) for m in HEADLINE],
               f"[{_pct(r['ci95']['success@8'][0])}, {_pct(r['ci95']['success@8'][1])}]"] for r in res]
