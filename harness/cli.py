@@ -71,7 +71,7 @@ def cmd_split(args) -> int:
         counts_table,
         get_splits,
         manifest_path,
-        write_manifest,
+        write_manifests,
     )
     from harness.runs.run_job import open_collection, split_places, unique_seeds
 
@@ -85,9 +85,8 @@ def cmd_split(args) -> int:
         splits = [build_split(collection, seed, args.author_fraction, pool=args.pool, dissimilarity=rule) for seed in seeds]
         if places.record is not None:  # the record is compared with, never written over
             _check_against_record(splits, places.record)
-        for split in splits:
-            if places.record is None or not manifest_path(places.record, split.collection, split.seed).exists():
-                write_manifest(split, places.folder)
+        write_manifests([s for s in splits if places.record is None
+                         or not manifest_path(places.record, s.collection, s.seed).exists()], places.folder)
     else:
         splits = get_splits(collection, seeds, places.folder, record=places.record, author_fraction=args.author_fraction,
                             pool=args.pool, dissimilarity=rule)
@@ -130,19 +129,16 @@ def _dissimilarity_arg(args):
     return DissimilarityRule(threshold=value)
 
 
-def _results_by_run(runs_dir: Path, collection: str, names) -> dict[str, list[tuple[Path, dict]]]:
-    """Each named run's results on `collection`, (path, result) in seed order; an error names a
-    run with none."""
-    from harness.runs.results import iter_results
+def _results_by_run(runs_dir: Path, collection: str, names, splits_dir=None, loaded=None) -> dict[str, list[tuple[Path, dict]]]:
+    """Each named run's verified results on `collection`, (path, result) in seed order; an error
+    names a run with none."""
+    from harness.runs.verified import verified_results
 
-    found: dict[str, list[tuple[Path, dict]]] = {name: [] for name in names}
-    for path, res in iter_results(runs_dir):
-        if res["collection"] == collection and res["run_name"] in found:
-            found[res["run_name"]].append((path, res))
+    got = verified_results(runs_dir, splits_dir, collection=collection, runs=names, loaded=loaded)
+    found = {name: got.get((collection, name), []) for name in names}
     for name, results in found.items():
         if not results:
             raise HarnessError(f"no results for run {name!r} on {collection!r} under {runs_dir}")
-        results.sort(key=lambda pr: pr[1]["seed"])
     return found
 
 
@@ -153,9 +149,11 @@ def cmd_compare(args) -> int:
         needed_authors,
     )
 
+    if args.resamples < 1:
+        raise HarnessError(f"--resamples {args.resamples}: give at least 1")
     runs_dir = locations.runs_dir(args.runs_dir)
     manifests = locations.manifest_dirs(runs_dir, args.splits_dir)
-    runs = _results_by_run(runs_dir, args.collection, (args.run_a, args.run_b))
+    runs = _results_by_run(runs_dir, args.collection, (args.run_a, args.run_b), args.splits_dir)
     a, b = ([res for _, res in runs[n]] for n in (args.run_a, args.run_b))
     res = compare_results(a, b, manifests, resamples=args.resamples)
     print(format_comparison(args.run_a, args.run_b, res))
@@ -175,16 +173,19 @@ def cmd_topic_share(args) -> int:
     from harness.runs.results import read_rankings
     from harness.runs.run_job import open_collection
 
+    if args.k < 1:
+        raise HarnessError(f"--k {args.k}: give at least 1")
+    reg = _registry()
     runs_dir = locations.runs_dir(args.runs_dir)
     manifests = locations.manifest_dirs(runs_dir, args.splits_dir)
-    found = _results_by_run(runs_dir, args.collection, args.runs)
-    collection = open_collection(_registry(), args.collection, data_dir=args.data_dir)
+    collection = open_collection(reg, args.collection, data_dir=args.data_dir, name=args.name_collection)
+    found = _results_by_run(runs_dir, collection.name, args.runs, args.splits_dir, loaded=collection)
     genre_of = {d: doc.genre for d, doc in collection.documents.items()}
     rows = []
     for name, results in found.items():
         shares, s8 = [], []
         for path, res in results:
-            split = read_manifest(find_manifest(manifests, args.collection, res["seed"]))
+            split = read_manifest(find_manifest(manifests, collection.name, res["seed"]))
             shares.append(same_genre_share(read_rankings(path), split.query_genres, split.candidates, genre_of,
                                            args.k, where=f"{name} seed {res['seed']}"))
             s8.append(res["metrics"]["success@8"])
@@ -205,7 +206,7 @@ def cmd_topics(args) -> int:
         TopicSettings,
         derive_topics,
         k_study,
-        write_labels,
+        write_topic_outputs,
     )
 
     docs = read_documents(args.input)
@@ -219,19 +220,10 @@ def cmd_topics(args) -> int:
         print(tabulate(rows, headers="keys", tablefmt="github", floatfmt=".4f"))
         return 0
     labels = derive_topics(texts, settings)
+    write_topic_outputs(labels, docs, args.out, args.labelled_out)
     if args.out:
-        write_labels(labels, args.out)
         print(f"wrote {args.out} (labels sha256 {labels.sha256[:16]}…)", file=sys.stderr)
     if args.labelled_out:
-        import json
-
-        from harness.atomic import atomic_open
-
-        with atomic_open(args.labelled_out, "w", gz=str(args.labelled_out).endswith(".gz")) as f:
-            for d, doc in docs.items():
-                rec = {**doc.extra, "documentID": d, "authorIDs": list(doc.authorIDs), "fullText": doc.fullText,
-                       "genre": labels.labels[d], "corpus_genre": doc.genre}
-                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
         print(f"wrote {args.labelled_out}: the input with genre = topic label", file=sys.stderr)
     sizes: dict[str, int] = {}
     for lab in labels.labels.values():
@@ -450,6 +442,8 @@ def _add_topic_share_parser(sub) -> None:
     _add_runs_dir(sp)
     _add_splits_dir(sp)
     _add_data_dir(sp)
+    sp.add_argument("--name-collection", metavar="NAME",
+                    help="the name a collection given as a path was run under (default: the file's stem)")
     sp.set_defaults(fn=cmd_topic_share)
 
 

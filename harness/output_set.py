@@ -126,12 +126,15 @@ def staged_output(target: str | os.PathLike) -> Iterator[Stage]:
     `target` changes and the staging folder is removed.
     """
     target = Path(target)
-    if target.exists() and not target.is_dir():
-        raise HarnessError(f"{target}: is a file, but a set of files is written into a folder there")
-    target.mkdir(parents=True, exist_ok=True)
-    recover(target)
-    folder = target / f"{PREFIX}{os.getpid()}.{uuid.uuid4().hex[:12]}"
-    folder.mkdir()
+    try:
+        if target.exists() and not target.is_dir():
+            raise HarnessError(f"{target}: is a file, but a set of files is written into a folder there")
+        target.mkdir(parents=True, exist_ok=True)
+        recover(target)
+        folder = target / f"{PREFIX}{os.getpid()}.{uuid.uuid4().hex[:12]}"
+        folder.mkdir()
+    except OSError as e:
+        raise _one_line(target, e) from e
     journal = folder.with_name(folder.name + JOURNAL)
     committed = False
     try:
@@ -147,11 +150,19 @@ def staged_output(target: str | os.PathLike) -> Iterator[Stage]:
         os.replace(tmp, journal)  # from here on the new set wins, even after kill -9
         committed = True
         _roll_forward(target, folder, journal)
-    except BaseException:
+    except BaseException as e:
         if not committed:
             shutil.rmtree(folder, ignore_errors=True)
             journal.with_name(journal.name + ".tmp").unlink(missing_ok=True)
+        if isinstance(e, OSError):  # disk full, read-only, name too long: the old set is intact
+            raise _one_line(target, e) from e
         raise
+
+
+def _one_line(target: Path, e: OSError) -> HarnessError:
+    where = e.filename if isinstance(e.filename, str) and e.filename else target
+    return HarnessError(f"{where}: cannot write ({e.strerror or e}); nothing in {target} was changed"
+                        if not isinstance(e, FileExistsError) else f"{where}: {e.strerror or e}")
 
 
 def write_output_set(target: str | os.PathLike, files: Mapping[str, bytes | str]) -> list[Path]:

@@ -72,7 +72,7 @@ def _load_entrypoints(pm: PluginManager) -> None:
             label = f"{ep.name} (package {dist.metadata['name']})"
             try:
                 plugin = ep.load()
-            except Exception as e:  # a broken third-party plugin must not break the harness
+            except (Exception, SystemExit, GeneratorExit) as e:  # a broken third-party plugin must not break the harness
                 pm.aa_failures.append((label, f"failed to import: {type(e).__name__}: {e}"))
                 continue
             pm.register(plugin, name=ep.name)
@@ -159,7 +159,7 @@ def load_registry(pm: pluggy.PluginManager | None = None, *, warn=None) -> Regis
                     if not isinstance(spec, (SystemSpec if kind == "system" else CollectionSpec)):
                         raise TypeError(f"register() expects a {'SystemSpec' if kind == 'system' else 'CollectionSpec'}, "
                                         f"got {type(spec).__name__}")
-            except Exception as e:  # a broken third-party plugin must not break the others
+            except (Exception, SystemExit, GeneratorExit) as e:  # a broken third-party plugin must not break the others
                 reg.failures.append((label, f"failed while registering {kind}s: {type(e).__name__}: {e}"))
                 continue
             dist = _distribution(pm, impl.plugin) if staged else ("", "")

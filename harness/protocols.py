@@ -45,6 +45,8 @@ class DenseRanker:
         from harness.progress import encode_with_progress, phase
 
         device = _device_of(self.encoder)
+        # ids taken before any plugin code runs: an encoder cannot rename what it is handed
+        cand_ids, query_ids = [d.documentID for d in candidates], [q.documentID for q in queries]
         cand = encode_with_progress(self.encoder.encode, candidates, "encode candidates", device=device)
         qv = encode_with_progress(self.encoder.encode, queries, "encode queries", device=device)
         cand = check_vectors(cand, candidates, "encode() of the candidates")
@@ -53,9 +55,8 @@ class DenseRanker:
             raise HarnessError(f"encode() gave {qv.shape[1]}-dimensional query vectors and {cand.shape[1]}-dimensional "
                                "candidate vectors")
         with phase("search"):
-            ranked = top_k_inner_product(qv, cand, [d.documentID for d in candidates], k,
-                                         query_ids=[q.documentID for q in queries])
-        return {q.documentID: r for q, r in zip(queries, ranked)}
+            ranked = top_k_inner_product(qv, cand, cand_ids, k, query_ids=query_ids)
+        return dict(zip(query_ids, ranked))
 
 
 def _device_of(system) -> str:

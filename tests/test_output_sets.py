@@ -18,6 +18,7 @@ from harness.output_set import (
     write_files_as_set,
     write_output_set,
 )
+from tests.hostile import hostile
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,10 +34,11 @@ def test_set_replaces_its_files_and_keeps_the_others(tmp_path):
     assert _state(tmp_path) == {"a.md": "new a", "plots/b.png": "new b", "keep.txt": "mine"}
 
 
+@hostile("output sets", "clear error")
 @pytest.mark.parametrize("fail_after", [0, 1, 2])
 def test_an_error_while_building_leaves_the_old_set(tmp_path, fail_after):
     write_output_set(tmp_path, {"a.md": "old a", "b.md": "old b", "c.md": "old c"})
-    with pytest.raises(OSError), staged_output(tmp_path) as stage:
+    with pytest.raises(HarnessError, match="No space left"), staged_output(tmp_path) as stage:
         for i, name in enumerate(["a.md", "b.md", "c.md"]):
             if i == fail_after:
                 raise OSError(28, "No space left on device")
@@ -44,6 +46,7 @@ def test_an_error_while_building_leaves_the_old_set(tmp_path, fail_after):
     assert _state(tmp_path) == {"a.md": "old a", "b.md": "old b", "c.md": "old c"}
 
 
+@hostile("output sets", "clear error")
 @pytest.mark.parametrize("rel", ["../x.md", "/etc/x.md", "a/../../x.md", f"{PREFIX}1.x/y", ""])
 def test_a_file_outside_the_folder_is_refused(tmp_path, rel):
     with pytest.raises(HarnessError):
@@ -51,6 +54,7 @@ def test_a_file_outside_the_folder_is_refused(tmp_path, rel):
     assert not (tmp_path / "x.md").exists()
 
 
+@hostile("output sets", "clear error")
 def test_target_is_a_file(tmp_path):
     (tmp_path / "out").write_text("a file")
     with pytest.raises(HarnessError, match="is a file"):
@@ -58,6 +62,7 @@ def test_target_is_a_file(tmp_path):
     assert (tmp_path / "out").read_text() == "a file"
 
 
+@hostile("output sets", "clear error")
 def test_a_folder_where_the_set_has_a_file(tmp_path):
     write_output_set(tmp_path, {"a.md": "old"})
     (tmp_path / "b.md").mkdir()
@@ -72,6 +77,7 @@ def test_files_in_two_folders(tmp_path):
     assert not [p for p in tmp_path.rglob(f"{PREFIX}*")]
 
 
+@hostile("kill -9 mid-write", "held")
 def test_recover_rolls_a_committed_journal_forward(tmp_path):
     write_output_set(tmp_path, {"a.md": "old a", "b.md": "old b"})
     staging = tmp_path / f"{PREFIX}999999999.dead"
@@ -83,6 +89,7 @@ def test_recover_rolls_a_committed_journal_forward(tmp_path):
     assert _state(tmp_path) == {"a.md": "new a", "b.md": "new b"}
 
 
+@hostile("kill -9 mid-write", "held")
 def test_recover_discards_an_uncommitted_staging_folder(tmp_path):
     write_output_set(tmp_path, {"a.md": "old a"})
     staging = tmp_path / f"{PREFIX}999999999.dead"
@@ -102,6 +109,7 @@ with staged_output(sys.argv[1]) as stage:
 """
 
 
+@hostile("kill -9 mid-write", "held")
 @pytest.mark.slow
 def test_kill_9_leaves_one_whole_set(tmp_path):
     """kill -9 at random moments of a 40-file set: after recovery every file is of one set."""
@@ -120,3 +128,27 @@ def test_kill_9_leaves_one_whole_set(tmp_path):
         recover(target)
         sets = {text.split("\n")[0] for text in _state(target).values()}
         assert len(sets) == 1 and len(_state(target)) == 40, sets
+
+
+@hostile("kill -9 mid-write", "held")
+@pytest.mark.slow
+def test_kill_9_during_run_leaves_results_that_verify(tmp_path):
+    """A result and its rankings are one set: whatever moment `run` dies at, each seed left verifies."""
+    import random
+
+    from harness.runs.verified import verified_results
+    from tests.hostile import committed_splits
+
+    runs = tmp_path / "runs"
+    cmd = [sys.executable, "-m", "harness", "run", "bm25", "char-ngram", "--collection", "demo", "--overwrite",
+           "--runs-dir", str(runs), "--splits-dir", str(committed_splits()), "--no-progress"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run(cmd, check=True, cwd=ROOT, env=env, capture_output=True)
+    rng = random.Random(3)
+    for _ in range(8):
+        p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(1.0, 6.0))
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        found = verified_results(runs, committed_splits())
+        assert sum(len(v) for v in found.values()) == 8  # every seed of both runs, old or new, verifies

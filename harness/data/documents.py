@@ -17,6 +17,11 @@ def canonical_genre(genre: str) -> str:
     return " ".join(unicodedata.normalize("NFC", genre).split())
 
 
+def canonical_author(author: str) -> str:
+    """Author ids are compared in the same form as genres: "a0" and "a0 " are one author."""
+    return canonical_genre(author)
+
+
 @dataclass(frozen=True)
 class Document:
     """One text. `extra` keeps every other field of the record untouched."""
@@ -56,4 +61,6 @@ def document_from_record(record: Mapping[str, Any], where: str, *, required=REQU
     if "genre" in required and (not isinstance(genre, str) or not genre.strip()):
         raise DataError(f"{where}: document {doc_id!r}: 'genre' must be a non-empty string, got {genre!r}")
     extra = {k: v for k, v in record.items() if k not in REQUIRED_FIELDS}
+    if isinstance(authors, list):
+        authors = list(dict.fromkeys(canonical_author(a) if isinstance(a, str) else a for a in authors))
     return Document(doc_id, tuple(authors), text, canonical_genre(genre) if isinstance(genre, str) else "", extra)

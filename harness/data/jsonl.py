@@ -3,10 +3,47 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
 from harness.errors import DataError
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(obj: Any) -> str | None:
+    """The first string (key or value) holding a lone surrogate, which no UTF-8 file can store."""
+    stack = [obj]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, str):
+            try:
+                x.encode("utf-8")
+            except UnicodeEncodeError:
+                return x
+        elif isinstance(x, dict):
+            stack.extend(x.keys())
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+    return None
+
+
+def loads(text: str, where: str) -> Any:
+    """json.loads with one-line DataErrors: malformed JSON, nesting too deep for the parser, and
+    strings holding a lone surrogate (an escape like \\ud800 that no text can be written with)."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DataError(f"{where}: malformed JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+    except RecursionError:
+        raise DataError(f"{where}: JSON nested too deeply to read") from None
+    if _SURROGATE_ESCAPE.search(text):
+        bad = _lone_surrogate(obj)
+        if bad is not None:
+            raise DataError(f"{where}: a string holds a lone surrogate ({ascii(bad)[:60]}), which is not text")
+    return obj
 
 
 def open_text(path: Path):
@@ -28,12 +65,27 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             for lineno, line in enumerate(f, 1):
                 if not line.strip():
                     continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise DataError(f"{path}:{lineno}: malformed JSON ({e.msg} at column {e.colno})") from None
+                obj = loads(line, f"{path}:{lineno}")
                 if not isinstance(obj, dict):
                     raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
                 yield lineno, obj
     except (OSError, EOFError, UnicodeDecodeError) as e:
         raise DataError(f"{path}: cannot read ({e})") from None
+
+
+def read_json(path: str | Path, what: str = "JSON file") -> Any:
+    """One JSON file, or a DataError naming it: not found, unreadable, not UTF-8, malformed, too deep."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{path}: {what} not found") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: is a folder, not a {what}") from None
+    except OSError as e:
+        raise DataError(f"{path}: cannot read the {what} ({e.strerror or e})") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise DataError(f"{path}: the {what} is not UTF-8 ({e.reason} at byte {e.start})") from None
+    return loads(text, str(path))

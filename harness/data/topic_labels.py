@@ -98,10 +98,29 @@ def _lsa(texts: Sequence[str], s: TopicSettings):
 
     vec = TfidfVectorizer(lowercase=True, stop_words=s.stop_words or None, min_df=s.min_df, max_df=s.max_df,
                           sublinear_tf=s.sublinear_tf, dtype=np.float64)
-    x = vec.fit_transform(texts)
+    try:
+        x = vec.fit_transform(texts)
+    except ValueError as e:  # e.g. every term pruned by min_df/max_df
+        raise DataError(f"{len(texts)} documents give no usable vocabulary for topics ({e})") from None
+    if s.svd_dims >= x.shape[1]:
+        raise DataError(f"--svd-dims {s.svd_dims}: the documents' vocabulary has {x.shape[1]} terms (after min_df "
+                        f"{s.min_df}); give fewer dimensions than terms")
     svd = TruncatedSVD(n_components=s.svd_dims, algorithm="randomized", n_iter=7, random_state=s.seed)
     z = normalize(svd.fit_transform(x))
     return z, svd, vec
+
+
+def check_parameters(n_documents: int, ks: Sequence[int], s: TopicSettings) -> None:
+    """One-line errors for settings no clustering can meet, before any work."""
+    if n_documents < 2:
+        raise DataError(f"topics need at least 2 documents, the input has {n_documents}")
+    for k in ks:
+        if k < 1:
+            raise DataError(f"--k {k}: the number of topics must be at least 1")
+        if k > n_documents:
+            raise DataError(f"--k {k}: {n_documents} documents cannot be split into {k} topics")
+    if s.svd_dims < 1:
+        raise DataError(f"--svd-dims {s.svd_dims}: give at least 1 dimension")
 
 
 def derive_topics(texts: Mapping[str, str], settings: TopicSettings = TopicSettings()) -> TopicLabels:
@@ -113,8 +132,7 @@ def derive_topics(texts: Mapping[str, str], settings: TopicSettings = TopicSetti
     if s.method != "tfidf-lsa-kmeans":
         raise DataError(f"unknown topic labelling method {s.method!r} (known: tfidf-lsa-kmeans)")
     ids = sorted(texts)
-    if len(ids) < s.k:
-        raise DataError(f"{len(ids)} documents cannot be split into {s.k} topics")
+    check_parameters(len(ids), [s.k], s)
     z, svd, vec = _lsa([texts[i] for i in ids], s)
     km = KMeans(n_clusters=s.k, random_state=s.seed, n_init=s.n_init).fit(z)
     # Number the clusters by their smallest member id, so the numbering does not depend on
@@ -173,6 +191,9 @@ def k_study(texts: Mapping[str, str], ks: Sequence[int], settings: TopicSettings
 
     s = settings
     ids = sorted(texts)
+    check_parameters(len(ids), ks, s)
+    if min(ks) < 2:
+        raise DataError(f"--k {min(ks)}: comparing k needs at least 2 topics per value (silhouette)")
     z, _, _ = _lsa([texts[i] for i in ids], s)
     rows = []
     for k in ks:
@@ -187,3 +208,31 @@ def k_study(texts: Mapping[str, str], ks: Sequence[int], settings: TopicSettings
             row["authors_in_2plus_topics"] = sum(len(t) >= 2 for t in topics.values())
         rows.append(row)
     return rows
+
+
+def write_topic_outputs(labels: TopicLabels, docs: Mapping, out: Path | None, labelled_out: Path | None) -> list[Path]:
+    """The labels file and the relabelled corpus (genre = topic label), written as one set: a crash
+    never leaves labels of one k beside a corpus relabelled for another."""
+    import gzip
+    import io
+    import json
+
+    from harness.output_set import write_files_as_set
+
+    if out and labelled_out and Path(out).resolve() == Path(labelled_out).resolve():
+        raise DataError(f"--out and --labelled-out name the same file {out}")
+    files: dict[Path, bytes | str] = {}
+    if out:
+        files[Path(out)] = labels.to_json()
+    if labelled_out:
+        text = "".join(json.dumps({**doc.extra, "documentID": d, "authorIDs": list(doc.authorIDs), "fullText": doc.fullText,
+                                   "genre": labels.labels[d], "corpus_genre": doc.genre}, ensure_ascii=False) + "\n"
+                       for d, doc in docs.items())
+        if str(labelled_out).endswith(".gz"):
+            buf = io.BytesIO()
+            with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0) as zf:
+                zf.write(text.encode("utf-8"))
+            files[Path(labelled_out)] = buf.getvalue()
+        else:
+            files[Path(labelled_out)] = text
+    return write_files_as_set(files)

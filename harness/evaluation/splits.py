@@ -34,6 +34,7 @@ older manifests stay byte-identical.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random
@@ -41,7 +42,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from harness.atomic import atomic_write_text
 from harness.data.collection import Collection
 from harness.errors import DataError, HarnessError
 
@@ -90,8 +90,8 @@ class Split:
             "source_sha256": self.source_sha256,
         }
 
-    @property
-    def sha256(self) -> str:
+    @functools.cached_property
+    def sha256(self) -> str:  # computed once: a large manifest takes a while to serialise
         return hashlib.sha256(_dump(self.content()).encode("utf-8")).hexdigest()
 
     def to_json(self) -> str:
@@ -329,7 +329,66 @@ def check_split(split: Split, collection: Collection | None = None) -> None:
                 raise DataError(f"{where}: needle {n!r} shares its query's genre {q.genre!r}")
 
 
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def check_place(split: Split, path: Path, collection: str | None = None) -> None:
+    """The manifest's seed and collection are the ones its file name and folder say (or `collection`,
+    for a folder of a collection's earlier manifests kept under another name)."""
+    path = Path(path)
+    if path.name != f"seed-{split.seed}.json":
+        raise DataError(f"{path}: the manifest is of seed {split.seed}, but the file is named {path.name} "
+                        f"(copied by hand? seed-{split.seed}.json is its name)")
+    if (collection or path.parent.name) != split.collection:
+        raise DataError(f"{path}: the manifest is of collection {split.collection!r}, but lies in folder "
+                        f"{path.parent.name!r}")
+
+
+def _rebuilt(split: Split, collection: Collection, where: str) -> Split | None:
+    """The builder's split for the manifest's recorded settings and seed."""
+    from harness.evaluation.dissimilarity import DissimilarityRule
+
+    if collection.given_splits is not None:
+        return build_split(collection, split.seed) if split.seed in collection.given_splits else None
+    b = split.builder
+    if b.get("name") != BUILDER:
+        raise DataError(f"{where}: builder {b.get('name')!r} is not this harness's {BUILDER!r}, so it cannot be rebuilt")
+    rule = b.get("dissimilarity")
+    try:
+        return build_split(collection, split.seed, b.get("author_fraction"), pool=b.get("pool", DEFAULT_POOL),
+                           dissimilarity=DissimilarityRule.from_dict(rule) if isinstance(rule, dict) else False)
+    except (HarnessError, TypeError, ValueError, KeyError) as e:
+        raise DataError(f"{where}: rebuilding it from its builder record fails ({e})") from None
+
+
+def check_by_rebuilding(split: Split, path: Path, collection: Collection) -> None:
+    """DataError unless the builder, given the data and the manifest's settings and seed, builds this
+    manifest (see harness.evaluation.manifest_check; a passed check is cached)."""
+    from harness.evaluation import manifest_check
+
+    if split.source_sha256 != collection.fingerprint():
+        raise DataError(f"{path}: built from other documents than collection {collection.name!r} has now")
+    if manifest_check.is_checked(split):
+        return
+    manifest_check.compare_rebuilt(split, _rebuilt(split, collection, str(path)), str(path))
+    manifest_check.record_checked(split)
+
+
 def split_from_manifest(obj: Mapping[str, Any], where: str) -> Split:
+    if not isinstance(obj, dict):
+        raise DataError(f"{where}: not a split manifest (a JSON object is expected)")
+    queries, needles = obj.get("queries"), obj.get("needles")
+    well_typed = (isinstance(obj.get("collection"), str) and isinstance(obj.get("seed"), int)
+                  and not isinstance(obj.get("seed"), bool) and _strings(obj.get("candidates"))
+                  and isinstance(queries, list) and all(
+                      isinstance(q, dict) and isinstance(q.get("documentID"), str) and _strings(q.get("authorIDs"))
+                      and isinstance(q.get("genre"), str) for q in queries)
+                  and isinstance(needles, dict) and all(_strings(v) for v in needles.values())
+                  and isinstance(obj.get("builder", {}), dict) and isinstance(obj.get("source_sha256", ""), str))
+    if not well_typed:
+        raise DataError(f"{where}: not a split manifest (collection and seed, candidates as a list of ids, queries "
+                        "as {documentID, authorIDs, genre}, needles as lists of ids)")
     try:
         split = Split(
             collection=obj["collection"],
@@ -361,20 +420,27 @@ def find_manifest(places: Sequence[Path], collection: str, seed: int) -> Path:
                     f"not found (looked in {', '.join(str(p) for p in places)}); name its folder with --splits-dir")
 
 
-def read_manifest(path: Path) -> Split:
-    try:
-        obj = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(f"{path}: split manifest not found") from None
-    except json.JSONDecodeError as e:
-        raise DataError(f"{path}: malformed JSON ({e.msg} at line {e.lineno})") from None
-    return split_from_manifest(obj, str(path))
+def read_manifest(path: Path, collection: str | None = None) -> Split:
+    """A manifest whose sha256 and place (seed and collection against the file name and folder) check
+    out; its structure is check_split's, and rebuilding it from the data check_by_rebuilding's."""
+    from harness.data.jsonl import read_json
+
+    split = split_from_manifest(read_json(path, "split manifest"), str(path))
+    check_place(split, Path(path), collection)
+    return split
 
 
 def write_manifest(split: Split, splits_dir: Path) -> Path:
-    path = manifest_path(splits_dir, split.collection, split.seed)
-    atomic_write_text(path, split.to_json())
-    return path
+    return write_manifests([split], splits_dir)[0]
+
+
+def write_manifests(splits: Sequence[Split], splits_dir: Path) -> list[Path]:
+    """The manifests of several seeds, written as one set (a crash leaves all old or all new)."""
+    from harness.output_set import write_output_set
+
+    if not splits:
+        return []
+    return write_output_set(splits_dir, {f"{s.collection}/seed-{s.seed}.json": s.to_json() for s in splits})
 
 
 def get_split(
@@ -423,6 +489,7 @@ def get_split(
                     want_rule is not None and {k: have_rule.get(k) for k in want_rule} != want_rule):
                 raise DataError(f"{path}: built with dissimilarity rule {have_rule}, asked for {want_rule}")
         check_split(split, collection)
+        check_by_rebuilding(split, path, collection)
         return split
     split = build_split(collection, seed, author_fraction, pool=pool, dissimilarity=dissimilarity)
     if write:
@@ -443,10 +510,12 @@ def get_splits(
     """get_split for each seed, writing no manifest unless every requested seed builds."""
     splits = [get_split(collection, seed, splits_dir, record=record, author_fraction=author_fraction, write=False,
                         pool=pool, dissimilarity=dissimilarity) for seed in seeds]
-    for split in splits:
+
+    def have(split) -> bool:
         in_record = record is not None and manifest_path(record, split.collection, split.seed).exists()
-        if not in_record and not manifest_path(splits_dir, split.collection, split.seed).exists():
-            write_manifest(split, splits_dir)
+        return in_record or manifest_path(splits_dir, split.collection, split.seed).exists()
+
+    write_manifests([s for s in splits if not have(s)], splits_dir)  # one set
     return splits
 
 

@@ -29,13 +29,27 @@ def load_checkpoint(folder: Path, model: torch.nn.Module, optimizer) -> dict | N
     folder = Path(folder)
     if not (folder / "progress.json").is_file():
         return None
-    progress = json.loads((folder / "progress.json").read_text())
-    state = torch.load(folder / "state.pt", map_location="cpu", weights_only=True)
-    params = dict(model.named_parameters())
-    with torch.no_grad():
-        for n, t in state["trainable"].items():
-            params[n].copy_(t)
-    optimizer.load_state_dict(state["optimizer"])
+    from harness.data.jsonl import read_json
+    from harness.errors import DataError
+
+    progress = read_json(folder / "progress.json", "checkpoint progress record")
+    if not isinstance(progress, dict) or not all(isinstance(progress.get(k, 0), int) for k in ("epoch", "step")):
+        raise DataError(f"{folder / 'progress.json'}: not a checkpoint progress record (epoch and step as integers); "
+                        "delete the checkpoint folder to start over")
+    try:
+        state = torch.load(folder / "state.pt", map_location="cpu", weights_only=True)
+        params = dict(model.named_parameters())
+        with torch.no_grad():
+            for n, t in state["trainable"].items():
+                params[n].copy_(t)
+        optimizer.load_state_dict(state["optimizer"])
+    except FileNotFoundError:
+        raise DataError(f"{folder / 'state.pt'}: checkpoint weights not found beside progress.json; "
+                        "delete the checkpoint folder to start over") from None
+    except Exception as e:  # torch raises many kinds for a truncated, foreign or forged file
+        msg = str(e).splitlines()[0][:160] if str(e) else type(e).__name__
+        raise DataError(f"{folder / 'state.pt'}: not a checkpoint of this model ({type(e).__name__}: {msg}); "
+                        "delete the checkpoint folder to start over") from None
     if "rng_cpu" in state:
         torch.set_rng_state(state["rng_cpu"])
     if "rng_cuda" in state and torch.cuda.is_available():

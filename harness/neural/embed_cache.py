@@ -2,11 +2,18 @@
 
 A document that appears in several seeds or collections is encoded once; a crashed run
 resumes from what was cached, since each shard is written atomically as soon as it is done.
-Layout: <root>/<model key>/len-<max_length>/shard-<n>.npz (arrays `sha` and `vec`).
+Layout: <root>/<model key>/len-<max_length>/shard-<n>.npz (arrays `sha`, `vec` and `checksum`).
+
+A shard is trusted only when its checksum, a sha256 over the model key, the max length, the
+texts' hashes and the vectors' bytes, matches: a shard edited, truncated, copied from another
+model or max length, or written before checksums is set aside as `shard-<n>.npz.refused` and
+its texts are encoded again. Shards load with allow_pickle=False, so a shard cannot run code.
 """
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -14,6 +21,17 @@ import numpy as np
 
 from harness import locations
 from harness.atomic import atomic_open
+
+log = logging.getLogger(__name__)
+
+
+def shard_checksum(key: str, max_length: int, shas: np.ndarray, vecs: np.ndarray) -> str:
+    h = hashlib.sha256(f"{key}\0{max_length}\0".encode())
+    for s in shas.tolist():
+        h.update(str(s).encode() + b"\0")
+    h.update(str(vecs.shape).encode())
+    h.update(np.ascontiguousarray(vecs, dtype="<f4").tobytes())
+    return h.hexdigest()
 
 
 def cache_root() -> Path:
@@ -34,6 +52,7 @@ class EmbeddingCache:
     def __init__(self, root: Path, key: str, max_length: int, *, writer: bool = True):
         """writer False: new vectors stay in memory (the other ranks of a torchrun job)."""
         self.folder = Path(root) / key / f"len-{max_length}"
+        self.key, self.max_length = key, max_length
         self.writer = writer
         self._mem: dict[str, np.ndarray] | None = None
 
@@ -41,9 +60,36 @@ class EmbeddingCache:
         if self._mem is None:
             self._mem = {}
             for shard in sorted(self.folder.glob("shard-*.npz")):
-                with np.load(shard) as z:
-                    self._mem.update(zip(z["sha"].tolist(), z["vec"]))
+                entries = self._read(shard)
+                if entries is None:
+                    self._set_aside(shard)
+                else:
+                    self._mem.update(entries)
         return self._mem
+
+    def _read(self, shard: Path):
+        """The shard's (sha, vector) pairs, or None when it is not a whole shard of this model and length."""
+        try:
+            with np.load(shard, allow_pickle=False) as z:
+                shas, vecs, checksum = z["sha"], z["vec"], z["checksum"]
+                if (shas.ndim != 1 or vecs.ndim != 2 or len(shas) != len(vecs) or vecs.dtype != np.float32
+                        or checksum.shape != () or shard_checksum(self.key, self.max_length, shas, vecs) != str(checksum)
+                        or not np.isfinite(vecs).all()):
+                    return None
+                return list(zip(shas.tolist(), vecs))
+        except Exception as e:  # not a zip, truncated, a pickle, a field missing: not a shard to trust
+            log.debug("%s: unreadable embedding shard (%s)", shard, e)
+            return None
+
+    def _set_aside(self, shard: Path) -> None:
+        log.warning("%s: embedding cache shard does not match its checksum; set aside as %s.refused, its texts "
+                    "are encoded again", shard, shard.name)
+        if not self.writer:
+            return
+        try:
+            os.replace(shard, shard.with_name(shard.name + ".refused"))
+        except OSError as e:
+            log.debug("could not set %s aside: %s", shard, e)
 
     def get(self, shas: Iterable[str]) -> dict[str, np.ndarray]:
         mem = self._load()
@@ -57,9 +103,11 @@ class EmbeddingCache:
             mem.update(zip(shas, np.asarray(vecs, dtype=np.float32)))
             return
         self.folder.mkdir(parents=True, exist_ok=True)
-        n = len(list(self.folder.glob("shard-*.npz")))
+        n = len(list(self.folder.glob("shard-*.npz*")))  # set-aside shards keep their numbers
+        sha_arr, vec_arr = np.asarray(shas, dtype=str), np.ascontiguousarray(vecs, dtype=np.float32)
+        checksum = np.asarray(shard_checksum(self.key, self.max_length, sha_arr, vec_arr))
         with atomic_open(self.folder / f"shard-{n:06d}.npz", "wb") as f:
-            np.savez(f, sha=np.asarray(shas), vec=np.asarray(vecs, dtype=np.float32))
+            np.savez(f, sha=sha_arr, vec=vec_arr, checksum=checksum)
         mem.update(zip(shas, np.asarray(vecs, dtype=np.float32)))
 
     def __len__(self) -> int:

@@ -16,6 +16,7 @@ import json
 import math
 from pathlib import Path
 
+from harness.errors import DataError
 from harness.evaluation.metrics import HEADLINE, mean_sd
 from harness.output_set import write_output_set
 from harness.reports.leaderboard import load_runs, run_order
@@ -78,7 +79,9 @@ def export_tables(runs_dir: Path, out_dir: Path, fmt: str = "csv") -> list[Path]
     """Write leaderboard, per-seed and per-query tables as `fmt` into out_dir; returns the paths."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
-    runs = load_runs(Path(runs_dir))
+    runs = load_runs(Path(runs_dir))  # verified; a missing runs folder is an error
+    if not runs:
+        raise DataError(f"{runs_dir}: no results to export (is it the runs folder? --runs-dir)")
     tables = {"leaderboard": leaderboard_rows(runs), "per-seed": per_seed_rows(runs), "per-query": per_query_rows(runs)}
     files = {f"{name}.{fmt}": _csv(rows) if fmt == "csv" else json.dumps(rows, indent=1, ensure_ascii=False) + "\n"
              for name, rows in tables.items()}

@@ -31,11 +31,26 @@ class Fix:
 
 
 def load_fixes(path: Path) -> list[Fix]:
+    """The fixes registry; a malformed one is a DataError naming the file and the entry."""
+    from harness.data.jsonl import read_json
+    from harness.errors import DataError
+
     if not Path(path).is_file():
         return []
-    return [Fix(commit=f["commit"], date=f["date"], systems=tuple(f["systems"]), what=f["what"],
-                mark=f.get("mark", "†"), trained_only=bool(f.get("trained_only", False)))
-            for f in json.loads(Path(path).read_text(encoding="utf-8"))]
+    entries = read_json(path, "fixes registry")
+    if not isinstance(entries, list):
+        raise DataError(f"{path}: the fixes registry must be a JSON list of fixes, got {type(entries).__name__}")
+    fixes = []
+    for i, f in enumerate(entries):
+        ok = (isinstance(f, dict) and all(isinstance(f.get(k), str) for k in ("commit", "date", "what"))
+              and isinstance(f.get("systems"), list) and all(isinstance(s, str) for s in f["systems"])
+              and isinstance(f.get("mark", "†"), str))
+        if not ok:
+            raise DataError(f"{path}: fix #{i + 1} must be {{commit, date, what: strings; systems: list of names; "
+                            f"mark, trained_only optional}}, got {str(f)[:80]}")
+        fixes.append(Fix(commit=f["commit"], date=f["date"], systems=tuple(f["systems"]), what=f["what"],
+                         mark=f.get("mark", "†"), trained_only=bool(f.get("trained_only", False))))
+    return fixes
 
 
 @functools.cache

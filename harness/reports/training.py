@@ -7,12 +7,22 @@ from pathlib import Path
 
 
 def load_logs(folder: Path) -> dict[str, dict]:
+    from harness.data.jsonl import read_json
+    from harness.errors import DataError
+
     logs = {}
     for path in sorted(Path(folder).glob("*.train_log.json")):
         name = path.name[: -len(".train_log.json")]
-        log = json.loads(path.read_text(encoding="utf-8"))
+        log = read_json(path, "training log")
+        if not isinstance(log, dict) or not isinstance(log.get("log", []), list) or not all(
+                isinstance(e, dict) and (e.get("loss") is None or isinstance(e["loss"], (int, float)))
+                for e in log.get("log", [])):
+            raise DataError(f"{path}: a training log must be a JSON object whose 'log' is a list of objects "
+                            "(each loss a number)")
         cfg_path = path.with_name(f"{name}.train_config.json")
-        log["train_config"] = json.loads(cfg_path.read_text(encoding="utf-8")) if cfg_path.is_file() else None
+        log["train_config"] = read_json(cfg_path, "training config") if cfg_path.is_file() else None
+        if log["train_config"] is not None and not isinstance(log["train_config"], dict):
+            raise DataError(f"{cfg_path}: a training config must be a JSON object")
         logs[name] = log
     return logs
 

@@ -83,12 +83,61 @@ def content_sha256(folder: Path) -> str:
     return h.hexdigest()
 
 
+def read_card(folder: Path) -> dict[str, Any] | None:
+    """The folder's model card, or None; a malformed one is a DataError naming the file."""
+    from harness.data.jsonl import read_json
+    from harness.errors import DataError
+
+    path = Path(folder) / CARD
+    if not path.is_file():
+        return None
+    card = read_json(path, "model card")
+    if not isinstance(card, dict):
+        raise DataError(f"{path}: a model card must be a JSON object, got {type(card).__name__}")
+    recipe = card.get("recipe", {})
+    if "system" in card and not isinstance(card["system"], str) or not isinstance(recipe, dict):
+        raise DataError(f"{path}: a model card's system must be a string and its recipe an object")
+    ml = recipe.get("max_length")
+    if ml is not None and (isinstance(ml, bool) or not isinstance(ml, int) or ml < 1):
+        raise DataError(f"{path}: recipe.max_length must be a positive integer, got {ml!r}")
+    if recipe.get("backbone") is not None and not isinstance(recipe["backbone"], str):
+        raise DataError(f"{path}: recipe.backbone must be a string")
+    return card
+
+
+def check_card(system: str, config: Mapping[str, Any], model_dir: Any, card: Mapping[str, Any] | None,
+               warn=None) -> None:
+    """The card belongs to this system and this backbone; a max-length mismatch is a warning.
+
+    A card of another system, or of a model trained on another backbone, would make the result
+    describe a model it was not made with: an error. Max length only changes how much of each
+    text is read, so the run goes on with the config's value and says so.
+    """
+    from harness.errors import HarnessError
+
+    if not card:
+        return
+    where = Path(str(model_dir)) / CARD
+    if card.get("system") not in (None, system):
+        raise HarnessError(f"{where}: a model card of system {card['system']!r}; this run is of system {system!r} "
+                           "(the wrong --model folder?)")
+    recipe = card.get("recipe", {})
+    trained_on, runs_on = recipe.get("backbone"), config.get("backbone")
+    if trained_on and runs_on and trained_on != runs_on:
+        raise HarnessError(f"{where}: the model was trained on backbone {trained_on!r}; this run's backbone is "
+                           f"{runs_on!r} (--set backbone={trained_on})")
+    trained_len, run_len = recipe.get("max_length"), config.get("max_length")
+    if trained_len and run_len and trained_len != run_len and warn is not None:
+        warn(f"{where}: the model was trained at max_length {trained_len}; this run reads {run_len} tokens per text "
+             f"(the run's value is used; --set max_length={trained_len} to match)")
+
+
 def model_address(ref: Any) -> dict[str, Any] | None:
     """{"sha256", "card"} for a trained model folder (one holding aa_model.json or config.json); None otherwise."""
     if not isinstance(ref, str) or not ref or not Path(ref).is_dir():
         return None
     folder = Path(ref)
-    card = json.loads((folder / CARD).read_text(encoding="utf-8")) if (folder / CARD).is_file() else None
+    card = read_card(folder)
     if card is None and not (folder / "config.json").is_file():
         return None
     return {"sha256": content_sha256(folder), "card": card}

@@ -18,15 +18,16 @@ from harness.errors import HarnessError
 from harness.evaluation.metrics import metrics_line
 from harness.evaluation.splits import SEEDS, get_splits
 from harness.plugins import Registry
-from harness.runs.models import addressed_config
+from harness.runs.containment import own_copies
+from harness.runs.models import addressed_config, check_card
 from harness.runs.results import (
+    absolute,
     check_run_name,
     check_runs_dir,
     rankings_path,
     read_rankings,
     read_result,
     result_path,
-    verify_result,
 )
 from harness.runs.run_job import (
     check_one_config,
@@ -41,6 +42,7 @@ from harness.runs.runner import (
     record_run,
     up_to_date,
 )
+from harness.runs.verified import verified_result
 from harness.specs import load_object
 
 _log = logging.getLogger(__name__)
@@ -73,8 +75,13 @@ def rerank_job(registry: Registry, job: RerankJob, log=_log.info) -> list[RunOut
 
     from harness import locations
 
-    job = replace(job, runs_dir=locations.runs_dir(job.runs_dir))
+    # absolute before any plugin code runs: a plugin that changes directory cannot move the results
+    job = replace(job, runs_dir=absolute(locations.runs_dir(job.runs_dir)),
+                  splits_dir=absolute(job.splits_dir) if job.splits_dir is not None else None)
     spec = registry.system(job.system)
+    if job.depth < 100:
+        raise HarnessError(f"--depth {job.depth}: a reranker rescores at least the first stage's top 100 "
+                           "(Success@100 is the first stage's by construction)")
     if "rerank" not in spec.capabilities:
         rerankers = sorted(s.name for s in registry.systems.values() if "rerank" in s.capabilities)
         raise HarnessError(f"system {job.system!r} is not a reranker (rerankers: {', '.join(rerankers) or 'none'})")
@@ -90,6 +97,9 @@ def rerank_job(registry: Registry, job: RerankJob, log=_log.info) -> list[RunOut
     check_runs_dir(job.runs_dir, collection.name, name)
     seeds = unique_seeds(job.seeds)
     recorded, address = addressed_config(config_dict(config))  # the model by content hash, not path (hashed once)
+    if address:
+        check_card(spec.name, config_dict(config), config_dict(config).get("model"), address["card"],
+                   warn=_log.warning)
     check_one_config(Path(job.runs_dir) / collection.name / name, spec.name,
                      {**recorded, "first_stage": job.first_stage}, seeds, job.overwrite)
     splits = get_splits(collection, seeds, places.folder, record=places.record, author_fraction=job.author_fraction)
@@ -101,7 +111,7 @@ def rerank_job(registry: Registry, job: RerankJob, log=_log.info) -> list[RunOut
         fs = read_result(first)
         if fs["split_sha256"] != split.sha256:
             raise HarnessError(f"{first} was made on another split of {collection.name} seed {seed}")
-        verify_result(first, fs, split)  # its rankings exist, are whole and give its metrics
+        fs = verified_result(first, split, registry)  # its rankings exist, are whole and give its metrics
         if fs["depth"] < job.depth:
             raise HarnessError(f"{first} kept the top {fs['depth']}, fewer than --depth {job.depth}")
         digest = hashlib.sha256(rankings_path(first).read_bytes()).hexdigest()
@@ -114,16 +124,21 @@ def rerank_job(registry: Registry, job: RerankJob, log=_log.info) -> list[RunOut
         system = system or call_system(spec.name, "building the system", load_object(spec.factory), config)
         first_rankings = read_rankings(first)
         docs = collection.documents
-        queries = [docs[q.documentID] for q in split.queries]
-        cand_lists = [[docs[c] for c, _ in first_rankings.get(q.documentID, [])[: job.depth]] for q in split.queries]
+        # ids fixed here; the reranker gets its own copies of the documents
+        id_lists = [[c for c, _ in first_rankings.get(q.documentID, [])[: job.depth]] for q in split.queries]
+        queries = own_copies([docs[q.documentID] for q in split.queries])
+        cand_lists = [own_copies([docs[c] for c in ids]) for ids in id_lists]
         start = time.perf_counter()
         scores = call_system(spec.name, "rerank()", system.rerank, queries, cand_lists)
         wall = time.perf_counter() - start
         if not isinstance(scores, (list, tuple)) or len(scores) != len(cand_lists) or any(
-                len(sc) != len(c) for sc, c in zip(scores, cand_lists)):
+                not hasattr(sc, "__len__") or len(sc) != len(c) for sc, c in zip(scores, cand_lists)):
             raise HarnessError(f"system {spec.name!r}: rerank() must return one score per candidate, per query")
-        rankings = {q.documentID: [(c.documentID, float(s)) for c, s in zip(cands, sc)]
-                    for q, cands, sc in zip(split.queries, cand_lists, scores) if cands}
+        try:
+            rankings = {q.documentID: [(c, float(s)) for c, s in zip(ids, sc)]
+                        for q, ids, sc in zip(split.queries, id_lists, scores) if ids}
+        except (TypeError, ValueError) as e:
+            raise HarnessError(f"system {spec.name!r}: rerank() must return numbers ({e})") from None
         extra = {**describe_system(spec.name, system), "first_stage": job.first_stage,
                  "first_stage_metrics": fs["metrics"]}
         if address:

@@ -12,8 +12,8 @@ Result schema (version 1):
   rankings_sha256 (sha256 of the rankings file's bytes; results written before it was added
   lack it and are checked by recomputing their metrics alone).
 
-A result is trusted only after `verify_result`: the rankings file exists, its hash matches,
-and the metrics recomputed from it and the split manifest equal the ones stored.
+A result is trusted only after harness.runs.verified has checked it against its rankings
+file and its split manifest; result_sha256 (results written since it was added) seals the rest.
 """
 from __future__ import annotations
 
@@ -24,11 +24,11 @@ import re
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from harness.atomic import atomic_open, atomic_write_text
 from harness.data.jsonl import iter_jsonl
 from harness.errors import DataError, HarnessError
 
 SCHEMA_VERSION = 1
+SEAL = "result_sha256"  # see seal(); results written before it have none and are verified by recomputation
 RUN_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*")
 REQUIRED = {"system": str, "run_name": str, "config": dict, "collection": str, "seed": int, "split_sha256": str,
             "depth": int, "metrics": dict, "per_genre": dict, "success_curve": list, "first_needle_rank": dict,
@@ -60,8 +60,18 @@ def check_runs_dir(runs_dir: Path, *parts: str) -> None:
     p = Path(runs_dir)
     for part in ("", *parts):
         p = p / part if part else p
+        if part and p.is_symlink():
+            raise HarnessError(f"{p}: is a symbolic link; results are written only into real folders under "
+                               "--runs-dir (the link would send them elsewhere)")
         if p.exists() and not p.is_dir():
             raise HarnessError(f"{p}: is a file, but results are written into a folder there (--runs-dir)")
+
+
+def absolute(path) -> Path:
+    """The path made absolute without resolving links (their refusal needs to see them)."""
+    import os
+
+    return Path(os.path.abspath(path))
 
 
 def rankings_path(result: Path) -> Path:
@@ -70,16 +80,9 @@ def rankings_path(result: Path) -> Path:
 
 def read_result(path: Path) -> dict[str, Any]:
     """A result JSON with the fields of schema version 1, or a DataError naming the file and what is wrong."""
-    try:
-        obj = json.loads(Path(path).read_bytes().decode("utf-8"))
-    except FileNotFoundError:
-        raise DataError(f"{path}: result file not found") from None
-    except UnicodeDecodeError as e:
-        raise DataError(f"{path}: result file is not UTF-8 ({e.reason} at byte {e.start})") from None
-    except json.JSONDecodeError as e:
-        raise DataError(f"{path}: malformed result JSON ({e.msg} at line {e.lineno})") from None
-    except OSError as e:
-        raise DataError(f"{path}: cannot read ({e.strerror or e})") from None
+    from harness.data.jsonl import read_json
+
+    obj = read_json(path, "result file")
     if not isinstance(obj, dict):
         raise DataError(f"{path}: a result must be a JSON object, got {type(obj).__name__}")
     if obj.get("schema_version") != SCHEMA_VERSION:
@@ -98,8 +101,15 @@ def read_result(path: Path) -> dict[str, Any]:
     for g, row in obj["per_genre"].items():
         if not isinstance(row, dict) or not all(isinstance(row.get(m), (int, float)) for m in ("n_queries", "success@8")):
             raise DataError(f"{path}: per_genre[{g!r}] is not {{n_queries, success@8, success@100, mrr@20}}")
-    if "rankings_sha256" in obj and not isinstance(obj["rankings_sha256"], str):
-        raise DataError(f"{path}: rankings_sha256 must be a string")
+    for key in ("rankings_sha256", "result_sha256"):
+        if key in obj and not isinstance(obj[key], str):
+            raise DataError(f"{path}: {key} must be a string")
+    if "ci95" in obj and not (isinstance(obj["ci95"], dict) and all(
+            isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v)
+            for v in obj["ci95"].values())):
+        raise DataError(f"{path}: ci95 must map each metric to [low, high]")
+    if not isinstance(obj["provenance"], dict) or not isinstance(obj.get("extra", {}), dict):
+        raise DataError(f"{path}: provenance and extra must be JSON objects")
     return obj
 
 
@@ -120,16 +130,21 @@ def write_result(path: Path, result: dict[str, Any], rankings: dict[str, list[tu
     Raises HarnessError, writing nothing, when the result is not plain JSON (e.g. what a system's
     describe() returned holds an object JSON cannot store).
     """
+    from harness.output_set import write_output_set
+
+    path = Path(path)
+    check_runs_dir(path.parent.parent.parent, path.parent.parent.name, path.parent.name)  # no link swapped in
+
     data = _rankings_bytes(rankings)
     result = {**result, "rankings_sha256": hashlib.sha256(data).hexdigest()}
     try:
+        result[SEAL] = seal(result)
         text = json.dumps(result, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
     except (TypeError, ValueError) as e:
         raise HarnessError(f"{path}: the result is not plain JSON ({e}); nothing was written "
                            "(is a value of the system's describe() an object?)") from None
-    with atomic_open(rankings_path(path), "wb") as f:
-        f.write(data)
-    atomic_write_text(path, text)
+    # the pair replaces the old pair together: a crash leaves the old result or the new one
+    write_output_set(Path(path).parent, {rankings_path(path).name: data, Path(path).name: text})
 
 
 def read_rankings(result: Path) -> dict[str, list[tuple[str, float]]]:
@@ -149,56 +164,27 @@ def rankings_sha256(result: Path) -> str:
         raise DataError(f"{rankings_path(result)}: rankings file not found (the result {result} needs it)") from None
 
 
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None:
-        return a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return a == b
+def seal(result: Mapping[str, Any]) -> str:
+    """sha256 over the canonical JSON of every field of a result but the seal itself."""
+    body = {k: v for k, v in result.items() if k != SEAL}
+    text = json.dumps(body, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def verify_result(path: Path, result: Mapping[str, Any], split) -> None:
-    """Check a result against its rankings file and the split it names; DataError with the path if not.
-
-    split: the harness.evaluation.splits.Split the result was made on (its sha256 must match).
-    The metrics are recomputed from the rankings (cheap: ids in, numbers out), so an edited
-    metric, a swapped or truncated rankings file, or a missing one is found.
-    """
-    from harness.evaluation.metrics import evaluate
-
-    if result["split_sha256"] != split.sha256:
-        raise DataError(f"{path}: made on split {result['split_sha256'][:12]}…, the manifest of "
-                        f"{split.collection} seed {split.seed} is {split.sha256[:12]}…")
-    digest = rankings_sha256(path)
-    if "rankings_sha256" in result and result["rankings_sha256"] != digest:
-        raise DataError(f"{rankings_path(path)}: sha256 differs from the one {path.name} records "
-                        "(rankings replaced or truncated)")
-    rankings = read_rankings(path)
-    unknown = sorted(set(rankings) - {q.documentID for q in split.queries})
-    if unknown:
-        raise DataError(f"{rankings_path(path)}: ranks {unknown[0]!r}, not a query of the split")
-    scores = evaluate(rankings, split.needles, split.query_genres)
-    differ = [k for k in RECOMPUTED if k in result and not _same(result[k], scores[k])]
-    if differ:
-        k = differ[0]
-        detail = (f" (stored {result[k]!r}, recomputed {scores[k]!r})" if k == "metrics" else "")
-        raise DataError(f"{path}: {', '.join(differ)} differ from what its rankings give{detail}; "
-                        "the result was edited or its rankings replaced")
+def check_result_place(path: Path, res: Mapping[str, Any]) -> None:
+    """The result sits where its fields say: <collection>/<run name>/seed-<seed>.json."""
+    where = (path.parent.parent.name, path.parent.name, path.name)
+    says = (res["collection"], res["run_name"], f"seed-{res['seed']}.json")
+    if where != says:
+        raise DataError(f"{path}: the file says collection {says[0]!r}, run {says[1]!r}, seed {res['seed']}, "
+                        f"but sits at {'/'.join(where)} (copied or renamed by hand?)")
 
 
 def iter_results(runs_dir: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
     """Every result under runs_dir, checked to sit where its fields say (collection/run name/seed)."""
     for path in sorted(Path(runs_dir).glob("*/*/seed-*.json")):
         res = read_result(path)
-        where = (path.parent.parent.name, path.parent.name, path.name)
-        says = (res["collection"], res["run_name"], f"seed-{res['seed']}.json")
-        if where != says:
-            raise DataError(f"{path}: the file says collection {says[0]!r}, run {says[1]!r}, seed {res['seed']}, "
-                            f"but sits at {'/'.join(where)} (copied or renamed by hand?)")
+        check_result_place(path, res)
         yield path, res
 
 

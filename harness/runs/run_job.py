@@ -13,8 +13,9 @@ from harness.errors import HarnessError
 from harness.evaluation.metrics import metrics_line
 from harness.evaluation.splits import SEEDS, get_splits
 from harness.plugins import Registry
-from harness.runs.models import addressed_config
+from harness.runs.models import addressed_config, check_card
 from harness.runs.results import (
+    absolute,
     check_run_name,
     check_runs_dir,
     config_differences,
@@ -135,7 +136,9 @@ def run_job(registry: Registry, job: RunJob, log=_log.info) -> list[RunOutcome]:
 
     from harness import progress
 
-    job = replace(job, runs_dir=locations.runs_dir(job.runs_dir))
+    # absolute before any plugin code runs: a plugin that changes directory cannot move the results
+    job = replace(job, runs_dir=absolute(locations.runs_dir(job.runs_dir)),
+                  splits_dir=absolute(job.splits_dir) if job.splits_dir is not None else None)
     if job.run_name is not None:
         check_run_name(job.run_name)
     if job.run_name and len(job.systems) > 1:
@@ -150,6 +153,10 @@ def run_job(registry: Registry, job: RunJob, log=_log.info) -> list[RunOutcome]:
     configs = {s.name: build_config(load_object(s.config), job.overrides) for s in specs}
     # a trained model is recorded by content hash, not path (and hashed once)
     addressed = {s.name: addressed_config(config_dict(configs[s.name])) for s in specs}
+    for s in specs:
+        cfg, address = config_dict(configs[s.name]), addressed[s.name][1]
+        if address:
+            check_card(s.name, cfg, cfg.get("model"), address["card"], warn=_log.warning)
     check_runs_dir(job.runs_dir)
     collection = open_collection(registry, job.collection, data_dir=job.data_dir, background=job.background,
                                  name=job.collection_name)

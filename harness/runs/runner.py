@@ -25,7 +25,6 @@ from harness.runs.results import (
     SCHEMA_VERSION,
     read_result,
     result_path,
-    verify_result,
     write_result,
 )
 
@@ -40,11 +39,15 @@ class RunOutcome:
 
 def up_to_date(path: Path, system: str, config: Mapping[str, Any], split: Split, depth: int, log=None) -> dict | None:
     """The existing result when it is for this system, config, depth and split and checks out
-    against its rankings file (see verify_result); else None, so the seed is recomputed.
+    against its rankings file (see harness.runs.verified); else None, so the seed is recomputed.
 
     A result that fails the check (edited, rankings missing, truncated or swapped) is stale:
     `log` (when given) says why, and the seed is ranked again.
     """
+    from harness.output_set import recover
+    from harness.runs.verified import verified_result
+
+    recover(path.parent)  # a result and rankings pair whose writer was killed mid-swap
     if not path.exists():
         return None
     try:
@@ -58,7 +61,7 @@ def up_to_date(path: Path, system: str, config: Mapping[str, Any], split: Split,
     if not same:
         return None
     try:
-        verify_result(path, old, split)
+        old = verified_result(path, split)
     except HarnessError as e:
         if log:
             log(f"recomputing: {e}")
@@ -154,10 +157,17 @@ def run_split(
     plugin: Mapping[str, str] | None = None,
 ) -> RunOutcome:
     """Rank every query of `split` and write the result (the caller checked up_to_date)."""
+    from harness.runs.containment import CheckedEncoder, check_chunking, own_copies
+
     docs = collection.documents
-    queries = [docs[q.documentID] for q in split.queries]
-    candidates = [docs[c] for c in split.candidates]
+    # the system's own copies: what it does to them cannot reach the next system or the harness
+    queries = own_copies([docs[q.documentID] for q in split.queries])
+    candidates = own_copies([docs[c] for c in split.candidates])
     ranker = as_ranker(system)
+    if isinstance(ranker, DenseRanker):  # an encoder: held to one finite row per text, whatever the chunking
+        checked = CheckedEncoder(system_name, ranker.encoder)
+        check_chunking(checked, candidates)
+        ranker = DenseRanker(checked)
     # Encoders show their own phases (encode candidates, encode queries, search); others rank in one.
     phased = isinstance(ranker, DenseRanker) or hasattr(system, "encode")
     with seed_scope(len(queries) + len(candidates), what=system_name) as timings:
@@ -176,17 +186,15 @@ def run_split(
 
 
 def call_system(system_name: str, what: str, fn, *args, **kwargs):
-    """Call a plugin's method; any exception becomes a HarnessError naming the system (the cause stays chained).
+    """Call a plugin's method; whatever it raises (sys.exit included) becomes a HarnessError naming
+    the system (see harness.runs.containment).
 
     A plugin is third-party code: its bug should read as one line that says which system failed
     and how, not as a traceback through the harness.
     """
-    try:
-        return fn(*args, **kwargs)
-    except HarnessError as e:
-        raise HarnessError(f"system {system_name!r}: {e}") from e
-    except Exception as e:  # reported in one line; the cause stays chained (__cause__)
-        raise HarnessError(f"system {system_name!r}: {what} failed: {type(e).__name__}: {e}") from e
+    from harness.runs.containment import contained_call
+
+    return contained_call(system_name, what, fn, *args, **kwargs)
 
 
 def describe_system(system_name: str, system: Any) -> dict:

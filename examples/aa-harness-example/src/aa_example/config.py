@@ -16,7 +16,8 @@ class FunctionWordConfig:
                  "with", "as", "not", "so", "just", "really", "quite", "rather", "very"),
         metadata={"help": "the vocabulary counted (comma-separated with --set)"})
     smoothing: float = field(default=0.5, metadata={"help": "added to every count before normalising"})
-    standardise: bool = field(default=True, metadata={"help": "z-score each word over the documents being encoded"})
+    standardise: bool = field(default=True, metadata={"help": "standardise each document's log word profile on its own "
+                                                       "(never over the texts of one call)"})
 
     def __post_init__(self):
         if self.smoothing < 0:

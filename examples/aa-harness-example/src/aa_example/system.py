@@ -26,9 +26,13 @@ class FunctionWordEncoder:
         return row / max(len(tokens), 1)
 
     def encode(self, documents: Sequence) -> np.ndarray:
+        """One vector per document, computed from that document alone: the harness encodes in
+        chunks of its choosing, so a vector must not depend on which other texts share the call."""
         vecs = np.stack([self._counts(d.fullText) for d in documents]) if documents else np.zeros((0, len(self.index)))
-        if self.config.standardise and len(vecs) > 1:
-            vecs = (vecs - vecs.mean(axis=0)) / (vecs.std(axis=0) + 1e-9)
+        if self.config.standardise and len(vecs):
+            # each document's profile over the words, centred and scaled on its own
+            logs = np.log(vecs + 1e-9)  # finite even with smoothing 0
+            vecs = (logs - logs.mean(axis=1, keepdims=True)) / (logs.std(axis=1, keepdims=True) + 1e-9)
         vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
         return vecs.astype(np.float32)
 

@@ -1,0 +1,114 @@
+"""A trained model's card is checked against the run that uses it: another system's or another
+backbone's card is an error, a max-length mismatch a warning naming the value used, a malformed
+card one line naming the file."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.errors import HarnessError
+from tests.hostile import committed_splits, hostile, one_line_error, run_cli
+
+SPLITS = committed_splits()
+ROBERTA = "FacebookAI/roberta-large"
+
+
+def _model(tmp_path, card) -> str:
+    folder = tmp_path / "model"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_text("{}")
+    text = card if isinstance(card, (str, bytes)) else json.dumps(card)
+    (folder / "aa_model.json").write_bytes(text if isinstance(text, bytes) else text.encode())
+    return str(folder)
+
+
+def _run(capsys, tmp_path, system, model, *extra):
+    verb = ["rerank", system, "--first-stage", "bm25"] if "reranker" in system else ["run", system, "--no-progress"]
+    return run_cli(capsys, *verb, "--collection", "demo", "--seeds", "0", "--runs-dir", tmp_path / "runs", "--splits-dir",
+                   SPLITS, "--set", f"model={model}", *extra)
+
+
+MISMATCHED = {
+    "another system's card": ("sadiri", {"system": "luar", "recipe": {"backbone": ROBERTA}}, "system 'luar'"),
+    "another backbone's card": ("sadiri", {"system": "sadiri", "recipe": {"backbone": "org/other"}}, "backbone"),
+    "a retriever's card for a reranker": ("sadiri-v2-reranker", {"system": "sadiri-v2-retriever", "recipe": {}},
+                                          "system 'sadiri-v2-retriever'"),
+    "a reranker's card for a retriever": ("sadiri-v2-retriever", {"system": "sadiri-v2-reranker", "recipe": {}},
+                                          "system 'sadiri-v2-reranker'"),
+    "another backbone for the reranker": ("sadiri-v2-reranker",
+                                          {"system": "sadiri-v2-reranker", "recipe": {"backbone": "org/other"}},
+                                          "backbone"),
+}
+
+
+@hostile("model cards", "clear error")
+@pytest.mark.parametrize("case", sorted(MISMATCHED))
+def test_a_card_of_another_system_or_backbone_is_an_error(tmp_path, capsys, case):
+    """A card of another system was once accepted without a word."""
+    system, card, says = MISMATCHED[case]
+    line = one_line_error(*_run(capsys, tmp_path, system, _model(tmp_path, card))[::2])
+    assert "aa_model.json" in line and says in line
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").rglob("seed-*.json"))
+
+
+MALFORMED = {
+    "not JSON": "{",
+    "empty": "",
+    "a list": "[]",
+    "a string": '"card"',
+    "system a number": '{"system": 3}',
+    "recipe a list": '{"system": "sadiri", "recipe": []}',
+    "max_length a string": '{"system": "sadiri", "recipe": {"max_length": "64"}}',
+    "max_length 0": '{"system": "sadiri", "recipe": {"max_length": 0}}',
+    "max_length negative": '{"system": "sadiri", "recipe": {"max_length": -64}}',
+    "max_length true": '{"system": "sadiri", "recipe": {"max_length": true}}',
+    "backbone a number": '{"system": "sadiri", "recipe": {"backbone": 7}}',
+    "lone surrogate": '{"system": "sadiri\\ud800"}',
+    "100,000 deep": "[" * 100000 + "]" * 100000,
+    "not UTF-8": b"\xff\xfe\x00",
+    "truncated": '{"system": "sadiri", "recipe": {"backb',
+}
+
+
+@hostile("model cards", "clear error")
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_a_malformed_card_is_one_line_naming_the_file(tmp_path, capsys, case):
+    """A malformed card was once a traceback."""
+    line = one_line_error(*_run(capsys, tmp_path, "sadiri", _model(tmp_path, MALFORMED[case]))[::2])
+    assert "aa_model.json" in line
+
+
+@hostile("model cards", "held")
+def test_a_max_length_mismatch_is_a_warning_naming_the_value_used(tmp_path, capsys):
+    """A model trained at max_length 64 once ran at 512 without a word."""
+    model = _model(tmp_path, {"system": "sadiri", "recipe": {"backbone": ROBERTA, "max_length": 64}})
+    _, out, err = _run(capsys, tmp_path, "sadiri", model)
+    text = out + err
+    assert "trained at max_length 64" in text and "reads 512" in text and "max_length=64" in text
+    assert "Traceback" not in err
+
+
+@hostile("model cards", "held")
+@pytest.mark.parametrize("card", [
+    {"system": "sadiri", "recipe": {"backbone": ROBERTA, "max_length": 512}},
+    {"system": "sadiri", "recipe": {}},
+    {"hidden_size": 8},  # a plugin's own fields, no card fields yet
+    None,
+])
+def test_a_matching_or_silent_card_passes(card):
+    from harness.runs.models import check_card
+
+    warnings = []
+    check_card("sadiri", {"backbone": ROBERTA, "max_length": 512}, "m", card, warn=warnings.append)
+    assert not warnings
+
+
+def test_check_card_names_what_differs():
+    from harness.runs.models import check_card
+
+    with pytest.raises(HarnessError, match="--set backbone=org/x"):
+        check_card("sadiri", {"backbone": ROBERTA}, "m", {"system": "sadiri", "recipe": {"backbone": "org/x"}})
+    warned = []
+    check_card("sadiri", {"max_length": 128}, "m", {"recipe": {"max_length": 64}}, warn=warned.append)
+    assert "the run's value is used" in warned[0]

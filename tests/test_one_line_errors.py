@@ -1,0 +1,362 @@
+"""Every parameter error, malformed input file and failed write is one line naming the parameter or
+path and the cause: exit 2, no traceback, nothing written half-way."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import unicodedata
+
+import pytest
+
+from tests.conftest import doc, write_jsonl
+from tests.hostile import (
+    COMMITTED,
+    committed_splits,
+    hostile,
+    one_line_error,
+    run_cli,
+    snapshot,
+)
+
+SPLITS = committed_splits()
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    """Forty single-genre posts on four topics, enough for small k."""
+    topics = ["cats dogs pets animals fur", "stocks market money trading bank", "football goal match team league",
+              "rain storm weather cloud wind"]
+    recs = [doc(i, f"a{i % 7}", "posts", " ".join([topics[i % 4]] * 6) + f" extra{i}") for i in range(40)]
+    return write_jsonl(tmp_path / "posts.jsonl", recs)
+
+
+TOPICS = {
+    "k 0": ["--k", "0"],
+    "k -3": ["--k", "-3"],
+    "k larger than the corpus": ["--k", "41"],
+    "k study with k 1": ["--k", "1", "2"],
+    "k study with k 0": ["--k", "0", "3"],
+    "svd-dims 0": ["--svd-dims", "0"],
+    "svd-dims -1": ["--svd-dims", "-1"],
+    "svd-dims above the vocabulary": ["--svd-dims", "5000"],
+}
+
+
+@hostile("topics parameters", "clear error")
+@pytest.mark.parametrize("case", sorted(TOPICS))
+def test_topics_parameter_errors_are_one_line(corpus, tmp_path, capsys, case):
+    out = tmp_path / "labels.json"
+    line = one_line_error(*run_cli(capsys, "topics", "--input", corpus, "--out", out, *TOPICS[case])[::2])
+    assert "--k" in line or "--svd-dims" in line or "topics" in line
+    assert not out.exists()
+
+
+@hostile("topics parameters", "clear error")
+def test_topics_on_one_document(tmp_path, capsys):
+    one = write_jsonl(tmp_path / "one.jsonl", [doc(1, "a", "posts", "just one text here")])
+    line = one_line_error(*run_cli(capsys, "topics", "--input", one, "--k", "1")[::2])
+    assert "at least 2 documents" in line
+
+
+@hostile("topics parameters", "clear error")
+def test_topics_out_and_labelled_out_the_same_file(corpus, tmp_path, capsys):
+    same = tmp_path / "x.json"
+    one_line_error(*run_cli(capsys, "topics", "--input", corpus, "--k", "4", "--svd-dims", "3", "--out", same,
+                            "--labelled-out", same)[::2])
+    assert not same.exists()
+
+
+@hostile("output sets", "held")
+def test_topics_labels_and_relabelled_corpus_are_one_set(corpus, tmp_path, capsys):
+    out, lab = tmp_path / "a" / "labels.json", tmp_path / "b" / "labelled.jsonl.gz"
+    assert run_cli(capsys, "topics", "--input", corpus, "--k", "4", "--svd-dims", "3", "--out", out,
+                   "--labelled-out", lab)[0] == 0
+    import gzip
+
+    labels = json.loads(out.read_text())["labels"]
+    with gzip.open(lab, "rt") as f:
+        relabelled = {r["documentID"]: r["genre"] for r in map(json.loads, f)}
+    assert relabelled == labels
+    assert not [p for p in tmp_path.rglob(".aa-output-set*")]
+
+
+@pytest.fixture
+def demo_runs(tmp_path):
+    for run in ("bm25", "char-ngram"):
+        shutil.copytree(COMMITTED / "demo" / run, tmp_path / "runs" / "demo" / run)
+    return tmp_path / "runs"
+
+
+@hostile("parameters", "clear error")
+@pytest.mark.parametrize("value", ["0", "-5"])
+def test_compare_resamples_below_one(demo_runs, capsys, value):
+    line = one_line_error(*run_cli(capsys, "compare", "bm25", "char-ngram", "--collection", "demo", "--runs-dir",
+                                   demo_runs, "--splits-dir", SPLITS, "--resamples", value)[::2])
+    assert "--resamples" in line
+
+
+@hostile("parameters", "clear error")
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_topic_share_k_below_one(demo_runs, capsys, value):
+    line = one_line_error(*run_cli(capsys, "topic-share", "bm25", "--collection", "demo", "--runs-dir", demo_runs,
+                                   "--splits-dir", SPLITS, "--k", value)[::2])
+    assert "--k" in line
+
+
+@hostile("parameters", "held")
+def test_topic_share_addresses_a_path_collection(tmp_path, capsys):
+    recs, i = [], 0
+    for a in range(8):
+        for g in ("g1", "g2", "g3")[: 2 + a % 2]:
+            for _ in range(2):
+                recs.append(doc(i, f"a{a}", g, f"text {i} by a{a} in {g}"))
+                i += 1
+    path = write_jsonl(tmp_path / "tiny.jsonl", recs)
+    runs = tmp_path / "runs"
+    assert run_cli(capsys, "run", "bm25", "--collection", path, "--runs-dir", runs, "--seeds", "0", "--no-progress")[0] == 0
+    rc, out, err = run_cli(capsys, "topic-share", "bm25", "--collection", path, "--runs-dir", runs)
+    assert rc == 0, err
+    assert "bm25" in out
+
+
+@hostile("parameters", "clear error")
+@pytest.mark.parametrize("depth", ["5", "99", "0", "-1"])
+@pytest.mark.parametrize("verb", ["run", "rerank"])
+def test_a_depth_below_100_is_refused(demo_runs, tmp_path, capsys, depth, verb):
+    """rerank --depth 5 once reported a Success@100 of 6.7% against the first stage's 86.7%."""
+    args = (["run", "bm25"] if verb == "run" else ["rerank", "sadiri-v2-reranker", "--first-stage", "bm25"])
+    line = one_line_error(*run_cli(capsys, *args, "--collection", "demo", "--seeds", "0", "--runs-dir", demo_runs,
+                                   "--splits-dir", SPLITS, "--depth", depth)[::2])
+    assert "--depth" in line
+    assert sorted(p.name for p in (demo_runs / "demo").iterdir()) == ["bm25", "char-ngram"]
+
+
+def _record(**kw):
+    return {"documentID": "d1", "authorIDs": ["a"], "genre": "g1", "fullText": "some text", **kw}
+
+
+SURROGATES = {
+    "documentID": '{"documentID": "d\\ud800", "authorIDs": ["a"], "genre": "g1", "fullText": "t"}',
+    "authorIDs": '{"documentID": "d1", "authorIDs": ["a\\udfff"], "genre": "g1", "fullText": "t"}',
+    "genre": '{"documentID": "d1", "authorIDs": ["a"], "genre": "g\\ud83d", "fullText": "t"}',
+    "fullText": '{"documentID": "d1", "authorIDs": ["a"], "genre": "g1", "fullText": "t\\udc00 x"}',
+    "an extra field": '{"documentID": "d1", "authorIDs": ["a"], "genre": "g1", "fullText": "t", "x": ["\\ud800"]}',
+    "a key": '{"documentID": "d1", "authorIDs": ["a"], "genre": "g1", "fullText": "t", "\\ud800": 1}',
+    "100,000-deep line": "[" * 100000 + "]" * 100000,
+    "100,000-deep field": '{"documentID": "d1", "x": ' + "[" * 100000 + "]" * 100000 + "}",
+}
+
+
+@hostile("hostile input JSONL", "clear error")
+@pytest.mark.parametrize("case", sorted(SURROGATES))
+@pytest.mark.parametrize("verb", ["run", "topics"])
+def test_a_hostile_jsonl_line_is_one_line(tmp_path, capsys, case, verb):
+    good = [json.dumps(doc(i, f"a{i % 3}", f"g{i % 2}")) for i in range(6)]
+    path = write_jsonl(tmp_path / "bad.jsonl", [*good[:3], SURROGATES[case], *good[3:]])
+    args = (["run", "bm25", "--collection", path, "--runs-dir", tmp_path / "runs", "--no-progress"] if verb == "run"
+            else ["topics", "--input", path, "--k", "2"])
+    line = one_line_error(*run_cli(capsys, *args)[::2])
+    assert "bad.jsonl:4" in line
+    assert not (tmp_path / "runs").exists()
+
+
+SPACES = {
+    "trailing space": "a0 ",
+    "leading tab": "\ta0",
+    "newline": "a0\n",
+    "no-break space": "a0\u00a0",
+    "NFD": None,
+    "inner double space": None,
+}
+
+
+@hostile("author ids", "held")
+@pytest.mark.parametrize("case", sorted(SPACES))
+def test_author_ids_are_canonicalised_like_genres(tmp_path, case):
+    from harness.data.collection import read_documents
+
+    base, variant = "a0", SPACES[case]
+    if case == "NFD":
+        base, variant = unicodedata.normalize("NFC", "José"), unicodedata.normalize("NFD", "José")
+    elif case == "inner double space":
+        base, variant = "jo se", "jo  se"
+    path = write_jsonl(tmp_path / "c.jsonl", [_record(authorIDs=[base]), _record(documentID="d2", authorIDs=[variant]),
+                                              _record(documentID="d3", authorIDs=[base, variant])])
+    docs = read_documents([path])
+    assert docs["d1"].authorIDs == docs["d2"].authorIDs == docs["d3"].authorIDs == (base,)
+
+
+@hostile("author ids", "held")
+def test_a_variant_author_id_makes_a_needle_not_a_second_author(tmp_path):
+    from harness.data.collection import load_collection
+    from harness.evaluation.splits import build_split
+
+    recs = [_record(documentID="q", authorIDs=["a0"], genre="g1"), _record(documentID="n", authorIDs=["a0 "], genre="g2"),
+            _record(documentID="x", authorIDs=["b"], genre="g1"), _record(documentID="y", authorIDs=["b"], genre="g2")]
+    coll = load_collection("c", [write_jsonl(tmp_path / "c.jsonl", recs)])
+    assert sorted(coll.foreground_authors()) == ["a0", "b"]
+    split = build_split(coll, 0, 1.0)
+    assert all(len(v) == 1 for v in split.needles.values())
+
+
+FIXES = {
+    "not JSON": "[{",
+    "an object": '{"commit": "x"}',
+    "an entry a number": "[1]",
+    "commit missing": '[{"date": "2024-01-01", "systems": ["bm25"], "what": "x"}]',
+    "systems a string": '[{"commit": "abc", "date": "d", "systems": "bm25", "what": "x"}]',
+    "mark a number": '[{"commit": "abc", "date": "d", "systems": ["bm25"], "what": "x", "mark": 3}]',
+    "lone surrogate": '[{"commit": "abc", "date": "d", "systems": ["bm25"], "what": "\\ud800"}]',
+    "100,000 deep": "[" * 100000 + "]" * 100000,
+    "not UTF-8": b"\xff[]",
+}
+
+
+@hostile("malformed fixes.json", "clear error")
+@pytest.mark.parametrize("case", sorted(FIXES))
+def test_a_malformed_fixes_registry_is_one_line(demo_runs, tmp_path, capsys, case):
+    data = FIXES[case]
+    (tmp_path / "fixes.json").write_bytes(data if isinstance(data, bytes) else data.encode())
+    line = one_line_error(*run_cli(capsys, "leaderboard", "--runs-dir", demo_runs, "--out", tmp_path / "lb",
+                                   "--splits-dir", SPLITS, "--no-plots")[::2])
+    assert "fixes.json" in line
+    assert not (tmp_path / "lb").exists()
+
+
+LOGS = {
+    "not JSON": "{",
+    "a list": "[]",
+    "log not a list": '{"log": 3}',
+    "an entry a string": '{"log": ["x"]}',
+    "loss a string": '{"log": [{"loss": "low"}]}',
+    "lone surrogate": '{"log": [], "device": "\\udc00"}',
+    "100,000 deep": "[" * 100000 + "]" * 100000,
+    "config a list": None,
+}
+
+
+@hostile("malformed training log", "clear error")
+@pytest.mark.parametrize("case", sorted(LOGS))
+def test_a_malformed_training_log_is_one_line(demo_runs, tmp_path, capsys, case):
+    training = tmp_path / "training"
+    training.mkdir()
+    if case == "config a list":
+        (training / "m.train_log.json").write_text('{"log": [{"loss": 1.0}]}')
+        (training / "m.train_config.json").write_text("[]")
+    else:
+        (training / "m.train_log.json").write_text(LOGS[case])
+    line = one_line_error(*run_cli(capsys, "leaderboard", "--runs-dir", demo_runs, "--out", tmp_path / "lb",
+                                   "--splits-dir", SPLITS, "--no-plots")[::2])
+    assert "m.train_" in line
+    assert not (tmp_path / "lb").exists()
+
+
+CHECKPOINTS = ["progress not JSON", "progress a list", "step a string", "state missing", "state garbage",
+               "state of another model", "state empty"]
+
+
+@hostile("malformed checkpoint", "clear error")
+@pytest.mark.parametrize("case", CHECKPOINTS)
+def test_a_malformed_checkpoint_is_one_error_naming_the_file(tmp_path, case):
+    torch = pytest.importorskip("torch")
+    from harness.errors import DataError
+    from harness.neural.checkpoint import load_checkpoint
+
+    model = torch.nn.Linear(3, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    (folder / "progress.json").write_text('{"epoch": 0, "step": 1}')
+    torch.save({"trainable": dict(model.named_parameters()), "optimizer": opt.state_dict()}, folder / "state.pt")
+    if case == "progress not JSON":
+        (folder / "progress.json").write_text("{")
+    elif case == "progress a list":
+        (folder / "progress.json").write_text("[]")
+    elif case == "step a string":
+        (folder / "progress.json").write_text('{"epoch": 0, "step": "1"}')
+    elif case == "state missing":
+        (folder / "state.pt").unlink()
+    elif case == "state garbage":
+        (folder / "state.pt").write_bytes(b"not a checkpoint")
+    elif case == "state empty":
+        (folder / "state.pt").write_bytes(b"")
+    else:
+        other = torch.nn.Linear(5, 4)
+        torch.save({"trainable": dict(other.named_parameters()), "optimizer": opt.state_dict()}, folder / "state.pt")
+    with pytest.raises(DataError, match="ckpt") as e:
+        load_checkpoint(folder, model, opt)
+    assert "\n" not in str(e.value)
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    (folder / "main.md").write_text("old")
+    os.chmod(folder, 0o555)
+    yield folder
+    os.chmod(folder, 0o755)
+
+
+WRITES = {
+    "leaderboard into a read-only folder": lambda runs, ro, tmp: ["leaderboard", "--runs-dir", runs, "--out", ro,
+                                                                   "--splits-dir", SPLITS, "--no-plots"],
+    "export into a read-only folder": lambda runs, ro, tmp: ["export", "--runs-dir", runs, "--out", ro],
+    "export below a file": lambda runs, ro, tmp: ["export", "--runs-dir", runs, "--out", ro / "main.md" / "x"],
+    "export with a name too long": lambda runs, ro, tmp: ["export", "--runs-dir", runs, "--out", tmp / ("x" * 300)],
+    "split into a read-only folder": lambda runs, ro, tmp: ["split", "--collection", "demo", "--seeds", "5",
+                                                             "--splits-dir", ro],
+}
+
+
+@hostile("failed write (OSError)", "clear error")
+@pytest.mark.parametrize("case", sorted(WRITES))
+def test_a_failed_write_is_one_line_and_changes_nothing(demo_runs, read_only, tmp_path, capsys, case):
+    if os.geteuid() == 0 and "read-only" in case:
+        pytest.skip("root writes into read-only folders")
+    before = snapshot(read_only)
+    line = one_line_error(*run_cli(capsys, *WRITES[case](demo_runs, read_only, tmp_path))[::2])
+    assert str(tmp_path) in line
+    assert snapshot(read_only) == before
+
+
+FULL = {
+    "leaderboard": lambda runs, out, tmp: ["leaderboard", "--runs-dir", runs, "--out", out, "--splits-dir", SPLITS,
+                                           "--no-plots"],
+    "export": lambda runs, out, tmp: ["export", "--runs-dir", runs, "--out", out],
+    "topics": lambda runs, out, tmp: ["topics", "--input", tmp / "posts.jsonl", "--k", "4", "--svd-dims", "3", "--out",
+                                      out / "labels.json", "--labelled-out", out / "labelled.jsonl"],
+    "split": lambda runs, out, tmp: ["split", "--collection", "demo", "--seeds", "0", "1001", "--splits-dir", out],
+}
+
+
+@hostile("failed write (OSError)", "clear error")
+@pytest.mark.parametrize("after", [0, 1])
+@pytest.mark.parametrize("verb", sorted(FULL))
+def test_a_full_disk_mid_set_is_one_line_and_keeps_the_old_set(demo_runs, corpus, tmp_path, capsys, monkeypatch,
+                                                                verb, after):
+    from harness.output_set import Stage
+
+    out = tmp_path / "out"
+    args = FULL[verb](demo_runs, out, tmp_path)
+    assert run_cli(capsys, *args)[0] == 0
+    before = snapshot(out)
+    written = []
+    real = Stage.write
+
+    def full(self, rel, data):
+        if len(written) >= after:
+            raise OSError(28, "No space left on device", str(self.folder / rel))
+        written.append(rel)
+        return real(self, rel, data)
+
+    monkeypatch.setattr(Stage, "write", full)
+    if verb == "split":  # new seeds, so the manifests are written again
+        shutil.rmtree(out)
+        shutil.copytree(SPLITS, out)
+        args = ["split", "--collection", "demo", "--seeds", "7", "8", "--splits-dir", out]
+        before = snapshot(out)
+    line = one_line_error(*run_cli(capsys, *args)[::2])
+    assert "No space left" in line
+    assert snapshot(out) == before
