@@ -172,7 +172,7 @@ def write_output_set(target: str | os.PathLike, files: Mapping[str, bytes | str]
     return written
 
 
-def write_files_as_set(paths: Mapping[str | os.PathLike, bytes | str]) -> list[Path]:
+def write_files_as_set(paths: Mapping[Path, bytes | str]) -> list[Path]:
     """Write files that may lie in different folders as one set, staged in their closest common folder."""
     absolute = {Path(os.path.abspath(p)): data for p, data in paths.items()}
     if not absolute:

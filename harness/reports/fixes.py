@@ -11,7 +11,6 @@ else by time (made before the fix's date). `trained_only`: only runs of a traine
 from __future__ import annotations
 
 import functools
-import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path

@@ -2,7 +2,6 @@
 (written by `aa-harness train`) and, when kept beside it, <name>.train_config.json."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 

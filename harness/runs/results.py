@@ -22,7 +22,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 from harness.data.jsonl import iter_jsonl
 from harness.errors import DataError, HarnessError
@@ -206,7 +206,7 @@ def config_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def check_run_consistent(results: list[tuple[Path, Mapping[str, Any]]]) -> None:
+def check_run_consistent(results: Sequence[tuple[Path, Mapping[str, Any]]]) -> None:
     """The seeds of one run share system and config, and no seed appears twice; DataError otherwise."""
     if not results:
         return
