@@ -30,6 +30,10 @@ class Tally:
             if mark is not None:
                 self.cases[item.nodeid] = (mark.kwargs["subject"], mark.kwargs["verdict"], "not run")
 
+    def pytest_deselected(self, items):
+        for item in items:
+            self.cases.pop(item.nodeid, None)
+
     def pytest_runtest_logreport(self, report):
         if report.nodeid in self.cases and (report.when == "call" or report.outcome != "passed"):
             subject, verdict, _ = self.cases[report.nodeid]
