@@ -8,6 +8,11 @@ from pathlib import Path
 from harness.errors import HarnessError
 
 
+def _out_help(name: str) -> str:
+    return (f"result JSON (default: {name} in $AA_HARNESS_BENCH_DIR, else in the checkout's benchmarks/results, "
+            "else in <home>/bench)")
+
+
 def add_parser(sub) -> None:
     from aa_harness_bench.archs import arch_names
 
@@ -27,7 +32,7 @@ def add_parser(sub) -> None:
                        help="canonical JSONL(.gz) files whose texts are the inputs (else random token ids)")
         p.add_argument("--tokenizer", default=str(Path(".cache/models/qwen3-tokenizer")),
                        help="tokenizer for --texts: hub id or folder (default: the fetched Qwen3 tokenizer)")
-        p.add_argument("--out", type=Path, help="result JSON (default: $AA_HARNESS_BENCH_DIR or <home>/bench/<kind>-<arch>-<device>.json)")
+        p.add_argument("--out", type=Path, help=_out_help("<kind>-<arch>-<device>.json"))
         p.add_argument("--no-save", action="store_true", help="print only")
 
     p = kinds.add_parser("encode", help="bi-encoder encoding: tokens/s, documents/s, TFLOP/s, ratio to naive")
@@ -78,7 +83,7 @@ def add_parser(sub) -> None:
     p.add_argument("--authors-per-batch", type=int, default=16, help="authors a batch (default 16)")
     p.add_argument("--device", default="auto", help="cuda, cpu or auto (default auto)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--out", type=Path, help="result JSON (default: $AA_HARNESS_BENCH_DIR or <home>/bench/<bench>-<device>.json)")
+    p.add_argument("--out", type=Path, help=_out_help("<bench>-<device>.json"))
     p.add_argument("--no-save", action="store_true", help="print only, write no result file")
     p.set_defaults(fn=cmd_batching)
 
@@ -93,7 +98,7 @@ def add_parser(sub) -> None:
     p.add_argument("--exact-only", action="store_true", help="skip the faiss index (faiss not installed)")
     p.add_argument("--device", default="auto", help="cuda, cuda:N or cpu (default auto: CUDA when present)")
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic vectors (default 0)")
-    p.add_argument("--out", type=Path, help="result JSON (default: $AA_HARNESS_BENCH_DIR or <home>/bench/search-<device>.json)")
+    p.add_argument("--out", type=Path, help=_out_help("search-<device>.json"))
     p.add_argument("--no-save", action="store_true", help="print only")
     p.set_defaults(fn=cmd_search)
 
