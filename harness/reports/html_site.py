@@ -14,6 +14,7 @@ import math
 import re
 from html import escape
 from pathlib import Path
+from typing import Sequence
 
 from harness.errors import HarnessError
 from harness.evaluation.metrics import HEADLINE, mean_sd
@@ -189,7 +190,7 @@ def index_page(board: Board, figures: dict[str, bytes], identity: dict[tuple[str
     return page("aa-harness leaderboard", "\n".join(parts))
 
 
-def _dl(items: list[tuple[str, object]]) -> str:
+def _dl(items: Sequence[tuple[str, object]]) -> str:  # Sequence: a list of (str, str) pairs fits
     return '<dl class="card">' + "".join(f"<dt>{escape(k)}</dt><dd>{escape(str(v))}</dd>" for k, v in items) + "</dl>"
 
 
