@@ -55,7 +55,11 @@ def open_collection(registry: Registry, name_or_path: str, *, data_dir=None, bac
             raise HarnessError(f"{path}: collection file not found")
         if name is not None and (not name or "/" in name or name.startswith(".")):
             raise HarnessError(f"--name-collection {name!r}: give a plain name (no '/', not starting with '.')")
-        return load_collection(name or path.name.split(".jsonl")[0], [path], [Path(b) for b in background])
+        own = name or path.name.split(".jsonl")[0]
+        if own in registry.collections:  # its results and manifests would mix with the registered one's
+            raise HarnessError(f"{path}: named like the registered collection {own!r}; give the file its own name "
+                               "with --name-collection NAME")
+        return load_collection(own, [path], [Path(b) for b in background])
     if background:
         raise HarnessError("--background applies to a collection given as a file path, not to a registered collection")
     if name:
