@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.metadata
+import logging
 import os
 import sys
 from dataclasses import dataclass, field, replace
@@ -22,6 +23,8 @@ import pluggy
 
 from harness import hookspecs
 from harness.errors import HarnessError, UnknownNameError
+
+_log = logging.getLogger(__name__)
 from harness.specs import CollectionSpec, SystemSpec
 
 DEFAULT_PLUGINS = (
@@ -128,11 +131,11 @@ def _distribution(pm: pluggy.PluginManager, plugin: object) -> tuple[str, str]:
         return distributions[name]
     module = getattr(plugin, "__name__", None) or type(plugin).__module__
     top = module.split(".")[0]
-    if top in ("harness", "plugins"):  # the built-ins ship with the harness
-        names = ["aa-harness"]
-    else:
-        names = md.packages_distributions().get(top, [])
-    for dist in names:
+    if top in ("harness", "plugins"):  # the built-ins ship with the harness: its build-time version
+        from harness.provenance import harness_version
+
+        return "aa-harness", harness_version()
+    for dist in md.packages_distributions().get(top, []):
         try:
             return dist, md.version(dist)
         except md.PackageNotFoundError:
@@ -145,7 +148,7 @@ def load_registry(pm: pluggy.PluginManager | None = None, *, warn=None) -> Regis
     stderr) and skipped, with nothing it registered kept; a name registered twice is a HarnessError.
     Each spec learns which plugin and distribution (name, version) registered it, for provenance."""
     pm = pm or plugin_manager()
-    warn = warn or (lambda msg: print(f"aa-harness: warning: {msg}", file=sys.stderr))
+    warn = warn or _log.warning
     reg = Registry(failures=list(getattr(pm, "aa_failures", [])))
     owner: dict[tuple[str, str], str] = {}
     for hook, table, kind in ((pm.hook.register_systems, reg.systems, "system"),
@@ -181,7 +184,7 @@ def add_plugin_commands(subparsers, pm: pluggy.PluginManager | None = None, *, w
     A plugin that raises, or names a verb that is already taken, is reported through `warn` (default:
     a line on stderr) and none of its verbs is kept; the other plugins' verbs work on."""
     pm = pm or plugin_manager()
-    warn = warn or (lambda msg: print(f"aa-harness: warning: {msg}", file=sys.stderr))
+    warn = warn or _log.warning
     added: list[str] = []
     for impl in pm.hook.register_commands.get_hookimpls():
         before = dict(subparsers.choices)

@@ -19,7 +19,7 @@ from pathlib import Path
 from harness.errors import DataError
 from harness.evaluation.metrics import HEADLINE, mean_sd
 from harness.output_set import write_output_set
-from harness.reports.leaderboard import load_runs, run_order
+from harness.reports.leaderboard import load_runs, plugin_version, run_order
 
 FORMATS = ("csv", "json")
 
@@ -33,7 +33,8 @@ def leaderboard_rows(runs) -> list[dict]:
     rows = []
     for (c, name), res in sorted(runs.items(), key=lambda kv: (kv[0][0], order[kv[0][1]])):
         row = {"collection": c, "run": name, "system": res[0]["system"], "seeds": " ".join(str(r["seed"]) for r in res),
-               "n_seeds": len(res), "n_queries": sum(r["n_queries"] for r in res)}
+               "n_seeds": len(res), "n_queries": sum(r["n_queries"] for r in res),
+               "plugin": "; ".join(sorted({plugin_version(r) for r in res}))}
         for m in HEADLINE:
             mean, sd = mean_sd([r["metrics"][m] for r in res])
             row[f"{m} mean"] = _num(mean)

@@ -72,6 +72,12 @@ def main_table(runs, marks: dict | None = None) -> str:
     return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
 
 
+def plugin_version(result: dict) -> str:
+    """The distribution and version of the plugin that made a result ("" when not recorded)."""
+    plugin = result["provenance"].get("plugin") or {}
+    return " ".join(x for x in (plugin.get("distribution"), plugin.get("version")) if x)
+
+
 def provenance_table(runs) -> str:
     from tabulate import tabulate
 
@@ -82,9 +88,11 @@ def provenance_table(runs) -> str:
         wall = sum(r["provenance"].get("wall_seconds") or 0 for r in res)
         commits = sorted({_short_commit(r["provenance"]["git_commit"]) for r in res})
         rows.append([c, name, res[0]["system"], " ".join(str(r["seed"]) for r in res), res[0]["n_candidates"],
-                     sum(r["n_queries"] for r in res), "; ".join(devices), f"{wall:.1f}", " ".join(commits)])
+                     sum(r["n_queries"] for r in res), "; ".join(devices), f"{wall:.1f}", " ".join(commits),
+                     "; ".join(sorted({plugin_version(r) for r in res})) or "–"])
     return tabulate(rows, headers=["collection", "run", "system", "seeds", "candidates (first seed)", "queries (all seeds)",
-                                   "device", "rank seconds (all seeds)", "commit"], tablefmt="github", disable_numparse=True)
+                                   "device", "rank seconds (all seeds)", "commit", "plugin"], tablefmt="github",
+                    disable_numparse=True)
 
 
 def genre_tables(runs) -> str:
