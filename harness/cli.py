@@ -566,7 +566,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _version_line() -> str:
     from harness.provenance import git_commit, harness_version
 
-    return f"{harness_version()} (commit {git_commit()})"
+    commit = git_commit()
+    return f"{harness_version()} (commit {commit[:12]}{'-dirty' if commit.endswith('-dirty') else ''})"
 
 
 DEBUG_ENV = "AA_HARNESS_DEBUG"
@@ -616,6 +617,8 @@ def _error_line(e: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    _configure_logging("--debug" in argv)  # before the parser: plugins adding commands may warn
     args = build_parser().parse_args(argv)
     debug = args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     _configure_logging(debug)

@@ -132,3 +132,115 @@ def test_results_record_the_harness_version(home, tmp_path):
     assert main(["run", "bm25", "--seeds", "0", "--runs-dir", str(tmp_path / "runs"), "--no-progress"]) == 0
     res = json.loads((tmp_path / "runs" / "demo" / "bm25" / "seed-0.json").read_text())
     assert res["provenance"]["harness_version"] and res["provenance"]["git_commit"]
+
+
+def test_a_file_named_like_a_registered_collection_is_refused(home, tmp_path, capsys):
+    from tests.conftest import doc, write_jsonl
+
+    path = write_jsonl(tmp_path / "pan19-en.jsonl.gz", [doc(i, f"a{i % 3}", f"g{i % 2}") for i in range(12)], gz=True)
+    runs = tmp_path / "runs"
+    assert main(["run", "bm25", "--collection", str(path), "--seeds", "0", "--runs-dir", str(runs), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'pan19-en'" in err[0] and "--name-collection" in err[0]
+    assert not runs.exists() and not (tmp_path / "runs-splits").exists()
+    assert main(["run", "bm25", "--collection", str(path), "--name-collection", "my-pan", "--seeds", "0",
+                 "--runs-dir", str(runs), "--no-progress"]) == 0
+    assert (runs / "my-pan" / "bm25" / "seed-0.json").is_file() and not (runs / "pan19-en").exists()
+
+
+def test_compare_and_topic_share_without_manifests_are_one_line(home, tmp_path, small_collection_file, capsys):
+    import shutil
+
+    runs = tmp_path / "runs"
+    for system in ("bm25", "char-ngram"):
+        assert main(["run", system, "--collection", str(small_collection_file), "--seeds", "0",
+                     "--runs-dir", str(runs), "--no-progress"]) == 0
+    shutil.rmtree(tmp_path / "runs-splits")
+    capsys.readouterr()
+    assert main(["compare", "bm25", "char-ngram", "--collection", "small", "--runs-dir", str(runs)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "split manifest" in err[0] and "--splits-dir" in err[0], err
+    assert main(["topic-share", "bm25", "--collection", str(small_collection_file), "--runs-dir", str(runs)]) == 2
+
+
+def test_collections_finds_the_one_file_collections(home, tmp_path, monkeypatch, capsys):
+    corpora = tmp_path / "corpora"
+    corpora.mkdir()
+    for name in ("reddit-xsub", "blogs-xtopic"):
+        (corpora / f"{name}.jsonl.gz").write_bytes(b"")
+    monkeypatch.setenv(locations.CORPORA_ENV, str(corpora))
+    assert main(["collections"]) == 0
+    rows = {line.split("|")[1].strip(): line for line in capsys.readouterr().out.splitlines() if line.startswith("|")}
+    for name in ("reddit-xsub", "blogs-xtopic"):
+        assert "| yes " in rows[name] and str(corpora) in rows[name]
+    assert "None.jsonl.gz" not in "".join(rows.values()) and "| NO " in rows["pan19-en"]
+
+
+def test_recorded_commit_is_the_harness_own_inside_another_repository(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+    import types
+
+    from harness import provenance
+
+    user = tmp_path / "user-repo"
+    user.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=user, check=True)
+    subprocess.run(["git", "-c", "user.name=u", "-c", "user.email=u@e", "commit", "-q", "--allow-empty", "-m", "u"],
+                   cwd=user, check=True)
+    theirs = subprocess.run(["git", "rev-parse", "HEAD"], cwd=user, capture_output=True, text=True).stdout.strip()
+    ours = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    monkeypatch.chdir(user)
+    monkeypatch.delenv("AA_HARNESS_GIT_COMMIT", raising=False)
+    assert provenance.git_commit().removesuffix("-dirty") == ours != theirs  # a development checkout: its HEAD
+    # installed (no checkout above the package): the commit written at build time, never live git
+    monkeypatch.setattr(provenance, "development_checkout", lambda: None)
+    monkeypatch.setitem(sys.modules, "harness._version", types.SimpleNamespace(__version__="9.9", __commit__="gabc1234"))
+    assert provenance.git_commit() == "abc1234" and provenance.harness_version() == "9.9"
+    monkeypatch.setenv("AA_HARNESS_GIT_COMMIT", "override")
+    assert provenance.git_commit() == "override"
+
+
+def test_a_workspace_that_is_a_file_is_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    home = tmp_path / "home"
+    home.write_text("not a folder")
+    monkeypatch.setenv(locations.HOME_ENV, str(home))
+    assert main(["run", "bm25", "--seeds", "0", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(home) in err[0] and err[0].startswith("aa-harness: error: ")
+    assert home.read_text() == "not a folder"
+
+
+def test_a_full_disk_is_one_line_and_leaves_nothing_half_written(home, tmp_path, monkeypatch, capsys):
+    import errno
+    import os
+
+    runs = tmp_path / "runs"
+
+    def full(src, dst):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(dst))
+
+    monkeypatch.setattr(os, "replace", full)
+    assert main(["run", "bm25", "--seeds", "0", "--runs-dir", str(runs), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and os.strerror(errno.ENOSPC) in err[0] and str(runs) in err[0], err
+    assert not [p for p in runs.rglob("*") if p.is_file()]  # no result, no rankings, no temporary file
+
+
+def test_pages_and_exports_show_the_plugin_version_beside_each_row(home, tmp_path):
+    import csv
+    import json
+
+    from harness.reports.leaderboard import plugin_version
+
+    runs = tmp_path / "runs"
+    assert main(["run", "bm25", "--seeds", "0", "--runs-dir", str(runs), "--no-progress"]) == 0
+    res = json.loads((runs / "demo" / "bm25" / "seed-0.json").read_text())
+    assert res["provenance"]["plugin"]["name"] == "plugins.bm25"
+    shown = plugin_version(res) or "–"
+    assert main(["leaderboard", "--runs-dir", str(runs), "--out", str(tmp_path / "lb"), "--no-plots"]) == 0
+    rows = [line for line in (tmp_path / "lb" / "main.md").read_text().splitlines() if line.startswith("| demo ")]
+    assert rows and all(line.rstrip(" |").endswith(shown) for line in rows), rows
+    assert main(["export", "--runs-dir", str(runs), "--out", str(tmp_path / "ex")]) == 0
+    with open(tmp_path / "ex" / "leaderboard.csv", encoding="utf-8") as f:
+        assert [r["plugin"] for r in csv.DictReader(f)] == [plugin_version(res)]
