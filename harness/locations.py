@@ -5,6 +5,7 @@ Nothing is resolved from where the harness is installed except its read-only rec
 built-in collections' split manifests and topic labels, package data under
 `harness/record/splits/`). `aa-harness where` prints every location as resolved now.
 """
+
 from __future__ import annotations
 
 import os
@@ -136,8 +137,12 @@ def all_locations() -> list[Location]:
         Location("public corpora", "--data-dir", CORPORA_ENV, str(corpora_dir())),
         Location("HIATUS HRS data", "--data-dir", HRS_ENV, str(hrs) if hrs else "(not set)"),
         Location("cache (embeddings, dequantized weights)", "", CACHE_ENV, str(cache_dir())),
-        Location("local model copies", "", MODEL_DIR_ENV,
-                 " then ".join(str(p) for p in models) + f" then {hf_hub_cache()} then the hub"),
+        Location(
+            "local model copies",
+            "",
+            MODEL_DIR_ENV,
+            " then ".join(str(p) for p in models) + f" then {hf_hub_cache()} then the hub",
+        ),
         Location("leaderboard pages", "leaderboard --out", "", str(leaderboard_dir())),
         Location("exports", "export --out", "", str(export_dir())),
         Location("bench results", "bench --out", BENCH_ENV, str(bench_dir())),

@@ -23,9 +23,9 @@ import pluggy
 
 from harness import hookspecs
 from harness.errors import HarnessError, UnknownNameError
+from harness.specs import CollectionSpec, SystemSpec
 
 _log = logging.getLogger(__name__)
-from harness.specs import CollectionSpec, SystemSpec
 
 DEFAULT_PLUGINS = (
     "harness.data.builtin",

@@ -1,6 +1,7 @@
 """Where the harness reads and writes (harness.locations): flag > environment > per-user home;
 nothing but the read-only record is resolved from the install folder; `where`, `--debug` and
 one-line OSErrors in the CLI."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,8 +15,14 @@ from tests.conftest import RECORD, ROOT
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
-    for var in (locations.RUNS_ENV, locations.CORPORA_ENV, locations.CACHE_ENV, locations.MODEL_DIR_ENV,
-                locations.BENCH_ENV, locations.HRS_ENV):
+    for var in (
+        locations.RUNS_ENV,
+        locations.CORPORA_ENV,
+        locations.CACHE_ENV,
+        locations.MODEL_DIR_ENV,
+        locations.BENCH_ENV,
+        locations.HRS_ENV,
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv(locations.HOME_ENV, str(tmp_path / "home"))
     return tmp_path / "home"
@@ -139,12 +146,30 @@ def test_a_file_named_like_a_registered_collection_is_refused(home, tmp_path, ca
 
     path = write_jsonl(tmp_path / "pan19-en.jsonl.gz", [doc(i, f"a{i % 3}", f"g{i % 2}") for i in range(12)], gz=True)
     runs = tmp_path / "runs"
-    assert main(["run", "bm25", "--collection", str(path), "--seeds", "0", "--runs-dir", str(runs), "--no-progress"]) == 2
+    assert (
+        main(["run", "bm25", "--collection", str(path), "--seeds", "0", "--runs-dir", str(runs), "--no-progress"]) == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "'pan19-en'" in err[0] and "--name-collection" in err[0]
     assert not runs.exists() and not (tmp_path / "runs-splits").exists()
-    assert main(["run", "bm25", "--collection", str(path), "--name-collection", "my-pan", "--seeds", "0",
-                 "--runs-dir", str(runs), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "bm25",
+                "--collection",
+                str(path),
+                "--name-collection",
+                "my-pan",
+                "--seeds",
+                "0",
+                "--runs-dir",
+                str(runs),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert (runs / "my-pan" / "bm25" / "seed-0.json").is_file() and not (runs / "pan19-en").exists()
 
 
@@ -153,8 +178,22 @@ def test_compare_and_topic_share_without_manifests_are_one_line(home, tmp_path, 
 
     runs = tmp_path / "runs"
     for system in ("bm25", "char-ngram"):
-        assert main(["run", system, "--collection", str(small_collection_file), "--seeds", "0",
-                     "--runs-dir", str(runs), "--no-progress"]) == 0
+        assert (
+            main(
+                [
+                    "run",
+                    system,
+                    "--collection",
+                    str(small_collection_file),
+                    "--seeds",
+                    "0",
+                    "--runs-dir",
+                    str(runs),
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
     shutil.rmtree(tmp_path / "runs-splits")
     capsys.readouterr()
     assert main(["compare", "bm25", "char-ngram", "--collection", "small", "--runs-dir", str(runs)]) == 2
@@ -186,8 +225,11 @@ def test_recorded_commit_is_the_harness_own_inside_another_repository(tmp_path, 
     user = tmp_path / "user-repo"
     user.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=user, check=True)
-    subprocess.run(["git", "-c", "user.name=u", "-c", "user.email=u@e", "commit", "-q", "--allow-empty", "-m", "u"],
-                   cwd=user, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=u", "-c", "user.email=u@e", "commit", "-q", "--allow-empty", "-m", "u"],
+        cwd=user,
+        check=True,
+    )
     theirs = subprocess.run(["git", "rev-parse", "HEAD"], cwd=user, capture_output=True, text=True).stdout.strip()
     ours = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     monkeypatch.chdir(user)
@@ -195,7 +237,9 @@ def test_recorded_commit_is_the_harness_own_inside_another_repository(tmp_path, 
     assert provenance.git_commit().removesuffix("-dirty") == ours != theirs  # a development checkout: its HEAD
     # installed (no checkout above the package): the commit written at build time, never live git
     monkeypatch.setattr(provenance, "development_checkout", lambda: None)
-    monkeypatch.setitem(sys.modules, "harness._version", types.SimpleNamespace(__version__="9.9", __commit__="gabc1234"))
+    monkeypatch.setitem(
+        sys.modules, "harness._version", types.SimpleNamespace(__version__="9.9", __commit__="gabc1234")
+    )
     assert provenance.git_commit() == "abc1234" and provenance.harness_version() == "9.9"
     monkeypatch.setenv("AA_HARNESS_GIT_COMMIT", "override")
     assert provenance.git_commit() == "override"

@@ -1,4 +1,5 @@
 """The data folders a collection reads, as resolved by harness.locations, checked to exist."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,8 +12,10 @@ def corpora_dir(data_dir: str | Path | None = None) -> Path:
     """The public corpora folder (--data-dir, $AA_HARNESS_CORPORA, else <home>/corpora), which must exist."""
     path = locations.corpora_dir(data_dir)
     if not path.is_dir():
-        raise DataError(f"{path}: public corpora folder not found; pass --data-dir DIR or set "
-                        f"{locations.CORPORA_ENV}=DIR (the folder holding pan19-en.jsonl.gz etc.)")
+        raise DataError(
+            f"{path}: public corpora folder not found; pass --data-dir DIR or set "
+            f"{locations.CORPORA_ENV}=DIR (the folder holding pan19-en.jsonl.gz etc.)"
+        )
     return path
 
 
@@ -29,6 +32,8 @@ def hrs_dir(data_dir: str | Path | None = None) -> Path:
 def corpus_file(folder: Path, name: str) -> Path:
     path = folder / name
     if not path.is_file():
-        raise DataError(f"{path}: corpus file missing; pass --data-dir DIR or set {locations.CORPORA_ENV}=DIR "
-                        "(the folder that holds it)")
+        raise DataError(
+            f"{path}: corpus file missing; pass --data-dir DIR or set {locations.CORPORA_ENV}=DIR "
+            "(the folder that holds it)"
+        )
     return path
