@@ -1,4 +1,4 @@
-"""Issue 10: the ten holes found by trying bad input, tampering and broken plugins, one test (or more) each.
+"""Bad input, tampering and broken plugins: one test (or more) for each way found to break a run or a page.
 
 Most tests copy a committed demo run (leaderboards/runs/demo/bm25, on the committed splits)
 into a temporary folder and damage it, so they rank nothing and run in well under a second.

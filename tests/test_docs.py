@@ -126,3 +126,14 @@ def test_ci_builds_the_site_strictly_and_runs_the_readme_test_command():
     assert command, "README.md has no one-line test command"
     install = command.group(0).split(" && python -m pytest")[0]
     assert install in ci, "CI does not set up as the README's test command does"
+
+
+def test_default_test_command_leaves_out_slow_tests_and_ci_runs_them():
+    import re
+
+    addopts = re.search(r'^addopts = (.*)$', (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.M).group(1)
+    assert "not slow" in addopts and "not gpu" in addopts
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert 'python -m pytest -m "not gpu"' in ci
+    readme = (ROOT / "README.md").read_text()
+    assert "&& python -m pytest\n" in readme and 'python -m pytest -m "not gpu"' in readme

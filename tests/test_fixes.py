@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from harness.reports.fixes import Fix, footnotes, load_fixes, run_marks
+from harness.reports.fixes import Fix, footnotes, run_marks
 from tests.conftest import ROOT
 
 FIX = Fix(commit="da837aa214a9c32ab6ecaaa2f045f7ed112c8127", date="2026-11-26T03:56:55+00:00",
@@ -29,10 +29,3 @@ def test_marks_by_history_when_git_knows_the_commits():
     early = "ca63d7f040631633f50f5fd74addd559542fa3d5"  # before the fix, whatever the time says
     assert run_marks([FIX], [_run(commit=early, when="2030-01-01")]) == [FIX]
     assert run_marks([FIX], [_run(commit=head + "-dirty", when="2000-01-01")]) == []
-
-
-def test_the_committed_registry_names_the_seed_fix():
-    fixes = load_fixes(ROOT / "leaderboards" / "fixes.json")
-    assert [f.commit[:7] for f in fixes] == ["da837aa"] and fixes[0].systems == ("sadiri-v2-retriever",)
-    main = (ROOT / "leaderboards" / "main.md").read_text(encoding="utf-8")
-    assert "| sadiri-v2-smollm2 †" in main and "| smollm2-untrained †" not in main

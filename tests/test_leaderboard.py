@@ -1,34 +1,4 @@
-from harness.reports.leaderboard import write_leaderboards
-from tests.conftest import ROOT
-
-
-def test_committed_tables_equal_regenerated(tmp_path):
-    write_leaderboards(ROOT / "leaderboards" / "runs", tmp_path, plots=False, reported=True,
-                       bench_dir=ROOT / "benchmarks" / "results")
-    for name in ("main.md", "per-genre.md", "reported.md", "training.md", "rerank.md", "performance.md"):
-        committed = (ROOT / "leaderboards" / name).read_text(encoding="utf-8")
-        assert committed == (tmp_path / name).read_text(encoding="utf-8"), (
-            f"leaderboards/{name} differs from what `aa-harness leaderboard` generates; rerun it and commit")
-    pages = sorted(p.name for p in (tmp_path / "collections").glob("*.md"))
-    assert pages == sorted(p.name for p in (ROOT / "leaderboards" / "collections").glob("*.md"))
-    for name in pages:
-        committed = (ROOT / "leaderboards" / "collections" / name).read_text(encoding="utf-8")
-        assert committed == (tmp_path / "collections" / name).read_text(encoding="utf-8"), f"collections/{name} is stale"
-
-
-def test_plots_are_written_for_each_collection(tmp_path):
-    written = write_leaderboards(ROOT / "leaderboards" / "runs", tmp_path)
-    pngs = [p for p in written if p.suffix == ".png"]
-    assert pngs and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
-    assert all((ROOT / "leaderboards" / p.name).is_file() for p in pngs), "a committed plot is missing"
-
-
-def test_main_table_has_every_run():
-    from harness.runs.results import iter_results
-
-    main = (ROOT / "leaderboards" / "main.md").read_text(encoding="utf-8")
-    for _, res in iter_results(ROOT / "leaderboards" / "runs"):
-        assert f"| {res['run_name']} " in main
+from harness.cli import main
 
 
 def test_performance_page_renders_each_benchmark_kind(tmp_path):
@@ -83,3 +53,17 @@ def test_training_paths_benchmark_compares_two_logs_of_one_run(tmp_path):
         compare(log(False, 4.0, [2.5]), log(True, 2.0, [2.5], lr=1e-5), "rr")
     with pytest.raises(SystemExit, match="--hf"):
         compare(log(True, 4.0, [2.5]), log(True, 2.0, [2.5]), "rr")
+
+
+def test_leaderboard_of_other_runs_writes_only_its_pages_and_a_short_summary(tmp_path, capsys):
+    runs, out = tmp_path / "my-runs", tmp_path / "my-runs"
+    assert main(["run", "bm25", "--collection", "demo", "--seeds", "0", "--runs-dir", str(runs), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["leaderboard", "--runs-dir", str(runs), "--out", str(out), "--no-plots"]) == 0
+    printed = capsys.readouterr().out
+    assert len(printed.splitlines()) <= 6 and "demo: 1 run(s); best Success@8: bm25" in printed
+    assert sorted(p.name for p in out.glob("*.md")) == ["main.md", "per-genre.md"]
+    page = (out / "main.md").read_text()
+    assert str(tmp_path) not in page and "my-runs" not in page  # no machine path
+    assert "leaderboards/runs" not in page and "training-loss.png" not in page and "performance.md" not in page
+    assert "success-at-k-demo.png" in page  # linked whether or not drawn: the page does not depend on --no-plots

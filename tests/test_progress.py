@@ -1,0 +1,112 @@
+"""Progress on a CPU: a time estimate with advice, and one bar per phase."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from harness.data.documents import Document
+from harness.plugins import load_registry
+from tests.conftest import ROOT
+
+
+class SlowEncoder:
+    """Encodes by length, slowly."""
+
+    def __init__(self, config=None):
+        pass
+
+    def encode(self, documents):
+        time.sleep(0.002 * len(documents))
+        return np.array([[len(d.fullText), 1.0] for d in documents], dtype=np.float32)
+
+    def device_name(self):
+        return "cpu: test"
+
+
+def test_slow_encoding_is_estimated_and_warned_with_advice(monkeypatch, capsys):
+    from harness import progress
+    from harness.protocols import DenseRanker
+
+    monkeypatch.setenv("AA_HARNESS_WARN_SECONDS", "0.05")
+    docs = [Document(f"d{i}", ("a",), "x" * i, "g") for i in range(60)]
+    with progress.enabled(False), progress.seed_scope(len(docs), what="slow") as timings:
+        DenseRanker(SlowEncoder()).rank(docs[:5], docs[5:], 10)
+    err = capsys.readouterr().err
+    assert err.count("warning: encoding 60 documents with slow on cpu: test will take about") == 1
+    assert "GPU" in err and "smaller model" in err
+    assert list(timings) == ["encode candidates", "encode queries", "search"]
+
+
+def test_a_slow_first_chunk_alone_does_not_warn(monkeypatch, capsys):
+    """One-time costs (CUDA start, compilation, dequantization) land in the first chunk: no warning from it."""
+    from harness import progress
+
+    class WarmUpThenFast(SlowEncoder):
+        calls = 0
+
+        def encode(self, documents):
+            self.calls += 1
+            if self.calls == 1:
+                time.sleep(0.2)
+            return np.ones((len(documents), 2), dtype=np.float32)
+
+    monkeypatch.setenv("AA_HARNESS_WARN_SECONDS", "0.5")
+    docs = [Document(f"d{i}", ("a",), "x", "g") for i in range(200)]
+    with progress.enabled(False), progress.seed_scope(len(docs), what="warm"):
+        progress.encode_with_progress(WarmUpThenFast().encode, docs, "encode candidates")
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_cached_first_documents_do_not_hide_a_slow_model(monkeypatch, capsys):
+    """The first documents come from an embedding cache (instant); the rest are slow: still warned."""
+    from harness import progress
+
+    class CachedThenSlow(SlowEncoder):
+        seen = 0
+
+        def encode(self, documents):
+            self.seen += len(documents)
+            if self.seen > 8:
+                time.sleep(0.003 * len(documents))
+            return np.ones((len(documents), 2), dtype=np.float32)
+
+    monkeypatch.setenv("AA_HARNESS_WARN_SECONDS", "0.1")
+    docs = [Document(f"d{i}", ("a",), "x", "g") for i in range(200)]
+    with progress.enabled(False), progress.seed_scope(len(docs)):
+        progress.encode_with_progress(CachedThenSlow().encode, docs, "encode candidates")
+    assert capsys.readouterr().err.count("warning: encoding 200 documents") == 1
+
+
+def test_a_run_shows_one_phase_after_another(tmp_path, small_collection_file, capsys):
+    from harness.runs.runner import run_split
+
+    reg = load_registry()
+    from harness.evaluation.splits import build_split
+    from harness.runs.run_job import open_collection
+
+    collection = open_collection(reg, str(small_collection_file))
+    split = build_split(collection, 0)
+    out = run_split(system_name="slow", system=SlowEncoder(), config={}, collection=collection, split=split,
+                    runs_dir=tmp_path)
+    assert list(out.phases) == ["encode candidates", "encode queries", "search", "score"]
+    bars = capsys.readouterr().err
+    assert "encode candidates" in bars and "score" in bars
+    # a system that ranks by itself: one "rank" phase
+    out = run_split(system_name="bm25", system=load_bm25(), config={}, collection=collection, split=split,
+                    runs_dir=tmp_path)
+    assert list(out.phases) == ["rank", "score"]
+
+
+def load_bm25():
+    from plugins.bm25.config import BM25Config
+    from plugins.bm25.system import BM25System
+
+    return BM25System(BM25Config())
+
+
+def test_no_library_bar_nests_under_the_harness_bars():
+    source = (ROOT / "plugins" / "sbert" / "system.py").read_text()
+    assert "show_progress_bar=False" in source
+    run_job_source = (ROOT / "harness" / "runs" / "run_job.py").read_text()
+    assert "tqdm(" not in run_job_source  # no seed bar for the phase bars to nest under
