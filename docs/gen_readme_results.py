@@ -44,20 +44,12 @@ def record_dir() -> Path:
 
 @cache
 def verified_run(collection: str, run: str) -> list[dict]:
-    """The run's results, each verified against its rankings and the committed manifest; [] if none."""
-    from harness.evaluation.splits import manifest_path, read_manifest
-    from harness.runs.results import check_run_consistent, read_result, verify_result
-
+    """The run's results in seed order, read through the harness's one verified reader; [] if none."""
     _import_harness()
-    record = record_dir()
-    items = []
-    for path in sorted((RUNS / collection / run).glob("seed-*.json")):
-        res = read_result(path)
-        verify_result(path, res, read_manifest(manifest_path(record, collection, res["seed"])))
-        items.append((path, res))
-    if items:
-        check_run_consistent(items)
-    return [res for _, res in items]
+    from harness.runs.verified import verified_results
+
+    found = verified_results(RUNS, collection=collection, runs=[run]) if (RUNS / collection / run).is_dir() else {}
+    return [res for _, res in found.get((collection, run), [])]
 
 
 def is_stale(collection: str, run: str) -> bool:
