@@ -82,6 +82,22 @@ def test_committed_pan19_manifests_are_reproduced(corpora):
         assert path.read_text(encoding="utf-8") == build_split(c, seed).to_json(), f"{path} is stale"
 
 
+def test_kept_pan19_v1_manifests_are_the_first_release_split(corpora):
+    """The manifests the stale pan19-en runs were made on: pan19-en-v1 (the first file) builds them, byte for byte
+    but for the collection's name, which stays the one those runs were recorded under."""
+    import json
+
+    from harness.data.builtin import pan_collection
+
+    c = pan_collection("pan19-en-v1", corpora)
+    for seed in SEEDS:
+        kept = json.loads((RECORD / "pan19-en-v1" / f"seed-{seed}.json").read_text(encoding="utf-8"))
+        built = json.loads(build_split(c, seed).to_json())
+        assert kept.pop("collection") == "pan19-en" and built.pop("collection") == "pan19-en-v1"
+        kept.pop("sha256"), built.pop("sha256")
+        assert kept == built
+
+
 def test_manifest_from_other_data_is_refused(tmp_path, small_collection_file):
     c = load_collection("small", [small_collection_file])
     get_split(c, 0, tmp_path)
