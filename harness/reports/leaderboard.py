@@ -207,13 +207,15 @@ def main_page(board: Board) -> str:
             f"{main_table(runs, marks) if runs else '(no runs yet)'}\n"
             f"{footnotes(f for m in marks.values() for f in m)}\n## Runs\n\n{provenance_table(runs) if runs else ''}\n\n"
             f"## Success@k, k = 1…100\n\n{plot_lines}\n{identity_section(board, board.order)}"
-            f"{stale_section(board.stale_runs, board.stale_entries)}")
+            f"{stale_section(board)}")
 
 
-def stale_section(stale_runs, entries, collection: str | None = None) -> str:
+def stale_section(board: Board, collection: str | None = None) -> str:
+    from harness.reports.fixes import run_marks
     from harness.reports.stale import stale_section as render
 
-    return render(stale_runs, entries, collection)
+    marks = {n: m for (_, n), res in board.stale_runs.items() if (m := run_marks(board.fixes, res))}
+    return render(board.stale_runs, board.stale_entries, collection, marks)
 
 
 def identity_section(board: Board, names: list[str]) -> str:
@@ -304,7 +306,7 @@ def collection_pages(board: Board) -> dict[str, str]:
     return {f"collections/{c}.md": collection_page(c, board.runs, board.order, board.manifests_for(c), board.head,
                                                     compare=board.compare,
                                                     all_view_dir=board.manifests_for(f"{c}-all"))
-            + stale_section(board.stale_runs, board.stale_entries, c)
+            + stale_section(board, c)
             for c in board.collections}
 
 

@@ -59,21 +59,27 @@ def stale_section(
     stale_runs: dict,
     entries: dict[tuple[str, str], StaleRun],
     collection: str | None = None,
+    marks: dict | None = None,
 ) -> str:
-    """A page section listing the stale runs (of one collection, or all) with their reason and Success@8."""
+    """A page section listing the stale runs (of one collection, or all) with their reason and Success@8.
+    marks: run name -> the fixes its code predates (harness.reports.fixes), shown after the name."""
     from tabulate import tabulate
 
     from harness.evaluation.metrics import mean_sd
+    from harness.reports.fixes import footnotes, label
 
+    marks = marks or {}
+    used: list = []
     rows = []
     for (c, name), res in sorted(stale_runs.items()):
         if collection is not None and c != collection:
             continue
         mean, sd = mean_sd([r["metrics"]["success@8"] for r in res])
         cell = f"{100 * mean:.1f}" + ("" if math.isnan(sd) else f" ± {100 * sd:.1f}")
+        used += marks.get(name, [])
         rows.append(
             [
-                name,
+                label(name, marks.get(name, [])),
                 c,
                 " ".join(str(r["seed"]) for r in res),
                 cell,
@@ -91,5 +97,5 @@ def stale_section(
     return (
         "\n## Stale runs\n\nMade on data since corrected and not rerun yet; kept, and verified against the "
         "manifests they were made on, but left out of every table above and of the comparisons.\n\n"
-        f"{table}\n"
+        f"{table}\n{footnotes(used)}"
     )
