@@ -9,7 +9,9 @@ made on, and says so.
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -264,13 +266,11 @@ def claims_table() -> str:
             rows.append([claim, collection, f"`{a}` − `{b}`", said, "not run", ""])
             continue
         ra, rb = pool[ka], pool[kb]
-        if sa:  # compare on the manifests the stale runs were made on
-            name = entries[ka].manifests
-            ra, rb = (
-                [{**r, "collection": name} for r in ra],
-                [{**r, "collection": name} for r in rb],
-            )
-        r = compare_results(ra, rb, record)["success@8"]
+        manifests = record
+        if sa:  # compare on the manifests the stale runs were made on, laid out under the collection's name
+            manifests = Path(tempfile.mkdtemp())
+            shutil.copytree(record / entries[ka].manifests, manifests / collection)
+        r = compare_results(ra, rb, manifests)["success@8"]
         verdict = "p < 0.05" if r.p_value < 0.05 else "n.s."
         note = f"{verdict}" + (f"; stale ({entries[ka].reason})" if sa else "")
         rows.append(
