@@ -269,7 +269,10 @@ def test_fast_training_step_equals_the_concatenated_pairs_step(tiny_qwen3_dir, m
     h = torch.cat([fast_grads[n].flatten() for n in plain_grads])
     assert float((g - h).norm() / g.norm()) < 1e-5  # measured 7e-7; the worst tensor 1e-6
     assert max(float((fast_grads[n] - plain_grads[n]).norm() / plain_grads[n].norm()) for n in plain_grads) < 1e-4
-    assert all(torch.allclose(fast_weights[n], plain_weights[n], rtol=1e-4, atol=1e-6) for n in plain_weights)
+    # Adam's first step moves a weight by about lr * sign(gradient), so where a gradient is ~0 the last bits of
+    # the sum decide the sign: allow those few elements, not more.
+    off = sum(int((~torch.isclose(fast_weights[n], plain_weights[n], rtol=1e-4, atol=1e-6)).sum()) for n in plain_weights)
+    assert off <= 1e-4 * sum(w.numel() for w in plain_weights.values()), off
 
 
 def test_checkpointed_fast_training_step_on_the_gpu_attention_path(tiny_qwen3_dir, cpu_varlen_kernel):
