@@ -28,7 +28,10 @@ def _load(name: str):
 
 
 def _user_docs() -> list[Path]:
-    return [README, *sorted(DOCS.rglob("*.md")), *sorted(DOCS.glob("*.py"))]
+    # the generated leaderboard pages are published inside the site, so they are user docs too
+    board = ROOT / "leaderboards"
+    pages = [*sorted(board.glob("*.md")), *sorted(board.glob("collections/*.md"))]
+    return [README, *sorted(DOCS.rglob("*.md")), *sorted(DOCS.glob("*.py")), *pages]
 
 
 def test_readme_and_docs_hold_no_issue_numbers_ticket_or_session_talk():
@@ -131,7 +134,7 @@ def test_ci_builds_the_site_strictly_and_runs_the_readme_test_command():
 def test_default_test_command_leaves_out_slow_tests_and_ci_runs_them():
     import re
 
-    addopts = re.search(r'^addopts = (.*)$', (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.M).group(1)
+    addopts = re.search(r"^addopts = (.*)$", (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.M).group(1)
     assert "not slow" in addopts and "not gpu" in addopts
     ci = (ROOT / ".ci" / "run").read_text()
     assert 'python -m pytest -m "not gpu"' in ci
