@@ -225,11 +225,7 @@ CLAIMS = [
 
 
 def record_dir() -> Path:
-    return next(
-        p
-        for p in (ROOT / "harness" / "record" / "splits", ROOT / "splits")
-        if p.is_dir()
-    )
+    return next(p for p in (ROOT / "harness" / "record" / "splits", ROOT / "splits") if p.is_dir())
 
 
 def claims_table() -> str:

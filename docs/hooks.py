@@ -67,7 +67,9 @@ def _manifests():
     from harness.reports.stale import load_stale
 
     kept_for_stale = {e.manifests for e in load_stale(BOARD / "runs").values()}
-    return [read_manifest(p) for p in sorted(_record_dir().glob("*/seed-*.json")) if p.parent.name not in kept_for_stale]
+    return [
+        read_manifest(p) for p in sorted(_record_dir().glob("*/seed-*.json")) if p.parent.name not in kept_for_stale
+    ]
 
 
 def split_counts() -> str:
