@@ -31,9 +31,14 @@ def _run(tmp_path, *args, runs=None, splits=None):
 
 
 def _copy_run(tmp_path, run="bm25", collection="demo", as_name=None):
-    """A committed run, copied into tmp_path/runs (checked against the committed splits)."""
+    """A committed run, copied into tmp_path/runs (checked against the committed splits) without its seal, as
+    results written before sealing are: the checks by recomputation, not the seal, must catch each edit."""
     dst = tmp_path / "runs" / collection / (as_name or run)
     shutil.copytree(COMMITTED / collection / run, dst)
+    for path in dst.glob("seed-*.json"):
+        obj = json.loads(path.read_text(encoding="utf-8"))
+        obj.pop("result_sha256", None)
+        path.write_text(json.dumps(obj, indent=2, sort_keys=True), encoding="utf-8")
     return dst
 
 
