@@ -15,7 +15,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Any, Iterator, cast
 
 # Temporary files written without a pid (before this scheme) count as stale after this long.
 STALE_SECONDS = 3600
@@ -39,7 +39,7 @@ def _alive(pid: int) -> bool:
 
 def clean_stale_tmp(folder: Path, name: str) -> list[Path]:
     """Delete temporary files for `name` in `folder` whose writer is gone; returns what it deleted."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(folder.glob(f".{glob_escape(name)}.*.tmp"))
     except OSError:
@@ -72,7 +72,7 @@ def glob_escape(name: str) -> str:
 
 
 @contextmanager
-def atomic_open(path: str | os.PathLike, mode: str = "w", *, gz: bool = False) -> Iterator[IO]:
+def atomic_open(path: str | os.PathLike, mode: str = "w", *, gz: bool = False) -> Iterator[IO[Any]]:
     """Open a temporary file beside `path`; on success rename it over `path`, on error delete it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -86,14 +86,14 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", *, gz: bool = False) -
             raw = open(tmp, "wb")
             with raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as zf:
                 if "b" in mode:
-                    yield zf
+                    yield cast("IO[bytes]", zf)  # a binary file object; typeshed does not derive GzipFile from IO
                 else:
                     import io
 
                     with io.TextIOWrapper(zf, encoding="utf-8", newline="\n") as tf:
                         yield tf
         else:
-            with open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": "\n"})) as f:
+            with open(tmp, mode) if "b" in mode else open(tmp, mode, encoding="utf-8", newline="\n") as f:
                 yield f
         os.replace(tmp, path)
     except BaseException:

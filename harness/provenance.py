@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Mapping
 
 PACKAGES = ("aa-harness", "numpy", "scipy", "scikit-learn", "rank-bm25", "torch", "transformers",
             "sentence-transformers", "peft", "faiss-cpu", "faiss-gpu")
@@ -103,7 +104,7 @@ def device_name(system=None) -> str:
     return name or f"cpu: {cpu_name()} ({os.cpu_count()} cores)"
 
 
-def provenance(system=None, wall_seconds: float | None = None, plugin: dict | None = None) -> dict:
+def provenance(system=None, wall_seconds: float | None = None, plugin: Mapping[str, str] | None = None) -> dict:
     """plugin: {"name", "distribution", "version"} of the plugin that registered the system, if known."""
     out = {
         "packages": package_versions(),

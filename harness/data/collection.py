@@ -11,7 +11,7 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from harness.data.documents import Document, document_from_record
 from harness.data.jsonl import iter_jsonl
@@ -48,7 +48,7 @@ class Collection:
     # Split settings this collection defaults to (author_fraction, pool, dissimilarity), used
     # where the caller gives none; and what was derived to build it (topic labels), which the
     # split builder copies into every manifest.
-    split_defaults: Mapping[str, object] = field(default_factory=dict, compare=False)
+    split_defaults: Mapping[str, Any] = field(default_factory=dict, compare=False)
     derivation: Mapping[str, object] = field(default_factory=dict, compare=False)
 
     def author_genres(self) -> dict[str, dict[str, list[str]]]:

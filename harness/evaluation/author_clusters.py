@@ -9,6 +9,9 @@ tied by a co-authored query are joined (union-find), so no query belongs to two 
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import TypeVar
+
+Key = TypeVar("Key", bound=Hashable)
 
 
 class _UnionFind:
@@ -33,8 +36,8 @@ class _UnionFind:
 
 
 def author_clusters(
-    query_authors: Mapping[Hashable, Sequence[str]],
-) -> dict[Hashable, str]:
+    query_authors: Mapping[Key, Sequence[str]],
+) -> dict[Key, str]:
     """Query key (e.g. (seed, queryID)) -> its cluster, named by the smallest author id in it."""
     uf = _UnionFind()
     for authors in query_authors.values():

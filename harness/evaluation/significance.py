@@ -109,16 +109,16 @@ def bootstrap_ci(diff: Sequence[float], clusters: Sequence[Hashable] | None = No
 def paired_test(a: Sequence[float], b: Sequence[float], clusters: Sequence[Hashable] | None = None, *,
                 metric: str = "", resamples: int = 10000, seed: int = 0, exact_max: int = 20) -> PairedResult:
     """Compare per-query values `a` and `b` (same order, same queries)."""
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    if a.shape != b.shape or a.ndim != 1 or not len(a):
+    xa = np.asarray(a, dtype=float)
+    xb = np.asarray(b, dtype=float)
+    if xa.shape != xb.shape or xa.ndim != 1 or not len(xa):
         raise ValueError("paired_test needs two equally long, non-empty sequences")
-    if clusters is not None and len(clusters) != len(a):
+    if clusters is not None and len(clusters) != len(xa):
         raise ValueError("one cluster key per query")
-    d = a - b
+    d = xa - xb
     p, exact = randomization_p(d, clusters, resamples=resamples, seed=seed, exact_max=exact_max)
-    return PairedResult(metric=metric, n_queries=len(a), n_clusters=len(set(clusters)) if clusters is not None else len(a),
-                        mean_a=float(a.mean()), mean_b=float(b.mean()), diff=float(d.mean()),
+    return PairedResult(metric=metric, n_queries=len(xa), n_clusters=len(set(clusters)) if clusters is not None else len(xa),
+                        mean_a=float(xa.mean()), mean_b=float(xb.mean()), diff=float(d.mean()),
                         ci95=bootstrap_ci(d, clusters, resamples=resamples, seed=seed), p_value=p, exact=exact,
                         resamples=0 if exact else resamples)
 

@@ -314,7 +314,7 @@ def check_split(split: Split, collection: Collection | None = None) -> None:
             raise DataError(f"{where}: query {q.documentID!r} has authors {list(q.authorIDs)} in the manifest, "
                             f"{list(docs[q.documentID].authorIDs)} in the collection")
         builder_genres = docs is not None and split.builder.get("name") == BUILDER
-        if builder_genres and q.genre != docs[q.documentID].genre:
+        if builder_genres and docs is not None and q.genre != docs[q.documentID].genre:
             raise DataError(f"{where}: query {q.documentID!r} has genre {q.genre!r} in the manifest, "
                             f"{docs[q.documentID].genre!r} in the collection")
         for n in needles:
@@ -486,7 +486,8 @@ def get_split(
             have_rule = split.builder.get("dissimilarity")
             want_rule = want.dissimilarity.as_dict() if want.dissimilarity is not None else None
             if (have_rule is None) != (want_rule is None) or (
-                    want_rule is not None and {k: have_rule.get(k) for k in want_rule} != want_rule):
+                    have_rule is not None and want_rule is not None
+                    and {k: have_rule.get(k) for k in want_rule} != want_rule):
                 raise DataError(f"{path}: built with dissimilarity rule {have_rule}, asked for {want_rule}")
         check_split(split, collection)
         check_by_rebuilding(split, path, collection)

@@ -14,7 +14,7 @@ import functools
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from harness.provenance import development_checkout
 
@@ -70,14 +70,14 @@ def predates(fix: Fix, commit: str | None, when: str | None) -> bool:
     known = _contains(commit.removesuffix("-dirty"), fix.commit) if commit and commit != "unknown" else None
     if known is not None:
         return not known
-    return bool(when) and when < fix.date
+    return bool(when and when < fix.date)
 
 
 def marks_for(fixes: Iterable[Fix], system: str | None, *, trained: bool, commit: str | None, when: str | None) -> list[Fix]:
     return [f for f in fixes if system in f.systems and (trained or not f.trained_only) and predates(f, commit, when)]
 
 
-def run_marks(fixes: list[Fix], results: list[Mapping[str, Any]]) -> list[Fix]:
+def run_marks(fixes: list[Fix], results: Sequence[Mapping[str, Any]]) -> list[Fix]:
     """Fixes any seed of a run predates."""
     out: list[Fix] = []
     for r in results:

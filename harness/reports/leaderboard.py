@@ -127,7 +127,7 @@ def rerank_tables(runs, describe_run=None, marks: dict | None = None) -> str:
     from tabulate import tabulate
 
     parts = []
-    n_seeds = {}
+    n_seeds: dict[str, int] = {}
     for (c, _), res in runs.items():
         n_seeds[c] = max(n_seeds.get(c, 0), len(res))
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)

@@ -163,9 +163,9 @@ def differs_from_paper(res: dict) -> str:
         ("epochs", r.get("epochs"), paper.get("epochs")),
         ("author fraction", r.get("author_fraction"), paper.get("author_fraction")),
     ]
-    for name, here, theirs in checks:
-        if theirs is not None and here is not None and here != theirs:
-            out.append(f"{name} {_fmt(here)} (paper: {_fmt(theirs)})")
+    for name, ours, theirs in checks:
+        if theirs is not None and ours is not None and ours != theirs:
+            out.append(f"{name} {_fmt(ours)} (paper: {_fmt(theirs)})")
     if not gb:  # no model card: the run's config
         cfg = res.get("config", {})
         per_batch = cfg.get("authors_per_batch") or cfg.get("queries_per_batch")

@@ -76,7 +76,8 @@ def rerank_job(registry: Registry, job: RerankJob, log=_log.info) -> list[RunOut
     from harness import locations
 
     # absolute before any plugin code runs: a plugin that changes directory cannot move the results
-    job = replace(job, runs_dir=absolute(locations.runs_dir(job.runs_dir)),
+    runs_dir = absolute(locations.runs_dir(job.runs_dir))
+    job = replace(job, runs_dir=runs_dir,
                   splits_dir=absolute(job.splits_dir) if job.splits_dir is not None else None)
     spec = registry.system(job.system)
     if job.depth < 100:
@@ -91,21 +92,21 @@ def rerank_job(registry: Registry, job: RerankJob, log=_log.info) -> list[RunOut
         check_run_name(job.run_name)
     name = job.run_name or default_run_name(job.first_stage, spec.name, config)
     check_run_name(name)
-    check_runs_dir(job.runs_dir)
+    check_runs_dir(runs_dir)
     collection = open_collection(registry, job.collection, data_dir=job.data_dir, name=job.collection_name)
-    places = split_places(registry, job.collection, job.runs_dir, job.splits_dir)
-    check_runs_dir(job.runs_dir, collection.name, name)
+    places = split_places(registry, job.collection, runs_dir, job.splits_dir)
+    check_runs_dir(runs_dir, collection.name, name)
     seeds = unique_seeds(job.seeds)
     recorded, address = addressed_config(config_dict(config))  # the model by content hash, not path (hashed once)
     if address:
         check_card(spec.name, config_dict(config), config_dict(config).get("model"), address["card"],
                    warn=_log.warning)
-    check_one_config(Path(job.runs_dir) / collection.name / name, spec.name,
+    check_one_config(runs_dir / collection.name / name, spec.name,
                      {**recorded, "first_stage": job.first_stage}, seeds, job.overwrite)
     splits = get_splits(collection, seeds, places.folder, record=places.record, author_fraction=job.author_fraction)
     system, outcomes = None, []
     for seed, split in zip(seeds, splits):
-        first = result_path(job.runs_dir, collection.name, job.first_stage, seed)
+        first = result_path(runs_dir, collection.name, job.first_stage, seed)
         if not first.is_file():
             raise HarnessError(f"{first}: the first stage {job.first_stage!r} has no result for {collection.name} seed {seed}; run it first")
         fs = read_result(first)
@@ -116,7 +117,7 @@ def rerank_job(registry: Registry, job: RerankJob, log=_log.info) -> list[RunOut
             raise HarnessError(f"{first} kept the top {fs['depth']}, fewer than --depth {job.depth}")
         digest = hashlib.sha256(rankings_path(first).read_bytes()).hexdigest()
         cfg = {**recorded, "first_stage": job.first_stage, "first_stage_rankings_sha256": digest}
-        path = result_path(job.runs_dir, collection.name, name, seed)
+        path = result_path(runs_dir, collection.name, name, seed)
         if not job.overwrite and up_to_date(path, spec.name, cfg, split, job.depth, log=log):
             log(f"{name} on {collection.name} seed {seed}: up to date ({path}); --overwrite to recompute")
             outcomes.append(RunOutcome(path, True, read_result(path)["metrics"]))
@@ -144,7 +145,7 @@ def rerank_job(registry: Registry, job: RerankJob, log=_log.info) -> list[RunOut
         if address:
             extra.update(model_sha256=address["sha256"], model_card=address["card"])
         out = record_run(system_name=spec.name, system=system, config=cfg, collection=collection, split=split,
-                         rankings=rankings, wall=wall, runs_dir=job.runs_dir, run_name=name, depth=job.depth, extra=extra,
+                         rankings=rankings, wall=wall, runs_dir=runs_dir, run_name=name, depth=job.depth, extra=extra,
                          plugin=spec.origin())
         m = out.metrics
         log(f"{name} on {collection.name} seed {seed}: {metrics_line(m)} (first stage S@8 "

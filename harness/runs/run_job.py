@@ -141,7 +141,8 @@ def run_job(registry: Registry, job: RunJob, log=_log.info) -> list[RunOutcome]:
     from harness import progress
 
     # absolute before any plugin code runs: a plugin that changes directory cannot move the results
-    job = replace(job, runs_dir=absolute(locations.runs_dir(job.runs_dir)),
+    runs_dir = absolute(locations.runs_dir(job.runs_dir))
+    job = replace(job, runs_dir=runs_dir,
                   splits_dir=absolute(job.splits_dir) if job.splits_dir is not None else None)
     if job.run_name is not None:
         check_run_name(job.run_name)
@@ -161,15 +162,15 @@ def run_job(registry: Registry, job: RunJob, log=_log.info) -> list[RunOutcome]:
         cfg, address = config_dict(configs[s.name]), addressed[s.name][1]
         if address:
             check_card(s.name, cfg, cfg.get("model"), address["card"], warn=_log.warning)
-    check_runs_dir(job.runs_dir)
+    check_runs_dir(runs_dir)
     collection = open_collection(registry, job.collection, data_dir=job.data_dir, background=job.background,
                                  name=job.collection_name)
     for spec in specs:
         name = job.run_name or spec.name
-        check_runs_dir(job.runs_dir, collection.name, name)
-        check_one_config(Path(job.runs_dir) / collection.name / name, spec.name, addressed[spec.name][0],
+        check_runs_dir(runs_dir, collection.name, name)
+        check_one_config(runs_dir / collection.name / name, spec.name, addressed[spec.name][0],
                          unique_seeds(job.seeds), job.overwrite)
-    places = split_places(registry, job.collection, job.runs_dir, job.splits_dir)
+    places = split_places(registry, job.collection, runs_dir, job.splits_dir)
     splits = get_splits(collection, unique_seeds(job.seeds), places.folder, record=places.record,
                         author_fraction=job.author_fraction,
                         pool=job.pool, dissimilarity=job.dissimilarity)
@@ -180,7 +181,7 @@ def run_job(registry: Registry, job: RunJob, log=_log.info) -> list[RunOutcome]:
         name = job.run_name or spec.name
         todo = []
         for split in splits:
-            path = result_path(job.runs_dir, collection.name, name, split.seed)
+            path = result_path(runs_dir, collection.name, name, split.seed)
             old = None if job.overwrite else up_to_date(path, spec.name, cfg_dict, split, job.depth, log=log)
             if old:
                 log(f"{name} on {collection.name} seed {split.seed}: up to date ({path}); --overwrite to recompute")
@@ -198,7 +199,7 @@ def run_job(registry: Registry, job: RunJob, log=_log.info) -> list[RunOutcome]:
                 extra = {**extra, "model_sha256": address["sha256"], "model_card": address["card"]}
             with progress.enabled(job.progress):
                 out = run_split(system_name=spec.name, system=system, config=cfg_dict, collection=collection,
-                                split=split, runs_dir=job.runs_dir, run_name=name, depth=job.depth, extra=extra,
+                                split=split, runs_dir=runs_dir, run_name=name, depth=job.depth, extra=extra,
                                 plugin=spec.origin())
             m = out.metrics
             took = ", ".join(f"{k} {v:.1f} s" for k, v in out.phases.items())
