@@ -108,6 +108,11 @@ def mean_sd(values: Sequence[float]) -> tuple[float, float]:
     return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else float("nan")
 
 
+def pooled_metric(results: Sequence[Mapping], metric: str) -> float:
+    """A metric over the queries of every seed's result at once (each seed weighted by its queries)."""
+    return sum(r["metrics"][metric] * r["n_queries"] for r in results) / sum(r["n_queries"] for r in results)
+
+
 def metrics_line(metrics: Mapping[str, float]) -> str:
     """The headline metrics as the CLI prints them: percent with one decimal, like the leaderboard pages
     (MRR@20 too is shown ×100)."""

@@ -13,17 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.evaluation.metrics import HEADLINE, mean_sd
+from harness.evaluation.metrics import HEADLINE, mean_sd, pooled_metric
 from harness.evaluation.significance import TEST_NAME
 from harness.reports.rule_views import rule_views_section
 from harness.reports.significance import ALPHA, compare_results, needed_authors
 
 BASELINE = "bm25"
-
-
-def _pooled(res: list[dict], metric: str) -> float:
-    n = sum(r["n_queries"] for r in res)
-    return sum(r["metrics"][metric] * r["n_queries"] for r in res) / n
 
 
 def _cell(values):
@@ -63,7 +58,7 @@ def collection_page(collection: str, runs: dict, names: list[str], splits_dir: P
             return compare_results(runs[(c, a)], runs[(c, b)], splits_dir)
 
     names = [n for n in names if (collection, n) in runs]
-    pooled = {n: _pooled(runs[(collection, n)], "success@8") for n in names}
+    pooled = {n: pooled_metric(runs[(collection, n)], "success@8") for n in names}
     best = max(names, key=lambda n: (pooled[n], n))
     base = BASELINE if BASELINE in names else None
     rows = []

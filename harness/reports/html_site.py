@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from harness.errors import HarnessError
-from harness.evaluation.metrics import HEADLINE, mean_sd
+from harness.evaluation.metrics import HEADLINE, mean_sd, pooled_metric
 from harness.reports.board import Board
 from harness.reports.html_shell import page
 from harness.reports.run_identity import RunIdentity
@@ -45,10 +45,6 @@ def _pct(x: float) -> str:
 def _mean_sd(values: list[float]) -> tuple[str, float]:
     mean, sd = mean_sd(values)
     return _pct(mean) + ("" if math.isnan(sd) else f" ± {_pct(sd)}"), mean
-
-
-def _pooled(res: list[dict], metric: str) -> float:
-    return sum(r["metrics"][metric] * r["n_queries"] for r in res) / sum(r["n_queries"] for r in res)
 
 
 def pooled_interval(board: Board, collection: str, name: str) -> tuple[float, float, str]:
@@ -108,7 +104,7 @@ def identities(board: Board) -> dict[tuple[str, str], RunIdentity]:
 
 def collection_table(board: Board, collection: str, identity: dict[tuple[str, str], RunIdentity]) -> str:
     names = board.names(collection)
-    pooled = {n: _pooled(board.runs[(collection, n)], "success@8") for n in names}
+    pooled = {n: pooled_metric(board.runs[(collection, n)], "success@8") for n in names}
     best = max(names, key=lambda n: (pooled[n], n))
     base = BASELINE if BASELINE in names else None
     heads = [_head("run"), _head("system"), _head("seeds", numeric=True, title="number of split seeds")]

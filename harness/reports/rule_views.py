@@ -19,6 +19,7 @@ from pathlib import Path
 from harness.errors import DataError
 from harness.evaluation.significance import per_query_value
 from harness.evaluation.splits import Split, manifest_path, read_manifest
+from harness.reports.significance import first_ranks_by_key
 
 ALL_VIEW = "-all"
 CALIBRATION = "calibrated on BM25 (adversarial to lexical systems)"
@@ -89,9 +90,7 @@ def load_views(
 
 def _s8(results: list[dict], keys) -> tuple[float, int]:
     """Pooled Success@8 over the given (seed, query) keys the results scored; (value, n)."""
-    ranks = {
-        (r["seed"], q): v for r in results for q, v in r["first_needle_rank"].items()
-    }
+    ranks = first_ranks_by_key(results)
     vals = [per_query_value(ranks[k], "success@8") for k in keys if k in ranks]
     return (sum(vals) / len(vals) if vals else math.nan), len(vals)
 
