@@ -30,6 +30,7 @@ from harness.data.documents import Document
 DEMO_SEED = 20251019
 N_FOREGROUND = 60
 N_BACKGROUND = 500
+N_TRAINING_AUTHORS = 200
 DOCS_PER_GENRE = 2
 N_FAMILIES = 16
 FAMILY_SHARE = 0.35  # chance that one habit of an author is the family's rather than the author's own
@@ -199,16 +200,26 @@ def _document(rng: random.Random, style: dict, house: dict, adoption: float, gen
 
 
 def demo_documents() -> list[Document]:
-    rng = random.Random(DEMO_SEED)
+    return _generate(DEMO_SEED, N_FOREGROUND, N_BACKGROUND, "demo", "demo")
+
+
+def demo_training_documents() -> list[Document]:
+    """A synthetic training set for the demo: other authors (ids `demo-train:...`, drawn with another
+    seed from the same generator), each writing in three genres, so training never sees a demo author."""
+    return _generate(DEMO_SEED + 1, N_TRAINING_AUTHORS, 0, "demo-train", "demo-train")
+
+
+def _generate(seed: int, n_foreground: int, n_background: int, author_prefix: str, id_prefix: str) -> list[Document]:
+    rng = random.Random(seed)
     genres = sorted(GENRES)
     families = [_style(rng) for _ in range(N_FAMILIES)]
     houses = {g: _style(rng) for g in genres}
     plan = []  # (author, genre) pairs to write
-    for i in range(N_FOREGROUND):
-        author = f"demo:fg{i:03d}"
+    for i in range(n_foreground):
+        author = f"{author_prefix}:fg{i:03d}"
         plan += [(author, g) for g in sorted(rng.sample(genres, 3)) for _ in range(DOCS_PER_GENRE)]
-    for i in range(N_BACKGROUND):
-        author = f"demo:bg{i:03d}"
+    for i in range(n_background):
+        author = f"{author_prefix}:bg{i:03d}"
         genre = rng.choice(genres)
         plan += [(author, genre)] * DOCS_PER_GENRE
     authors: dict[str, tuple[dict, float]] = {}
@@ -224,7 +235,7 @@ def demo_documents() -> list[Document]:
     out = []
     for new_id, i in enumerate(order):
         author, genre, subtopic, text = docs[i]
-        out.append(Document(f"demo-{new_id:04d}", (author,), text, f"synthetic:{genre}",
+        out.append(Document(f"{id_prefix}-{new_id:04d}", (author,), text, f"synthetic:{genre}",
                             {"source": "synthetic (aa-harness demo generator)", "subtopic": subtopic}))
     return sorted(out, key=lambda d: d.documentID)
 

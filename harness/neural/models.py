@@ -9,6 +9,8 @@ comparable across machines. `resolve_model` looks, in this order:
 4. the local Hugging Face cache (a snapshot downloaded earlier);
 5. the hub, only when it answers within a few seconds (and never with ``HF_HUB_OFFLINE=1``).
 
+A ``tiny:ARCH:SEED`` reference is built from a config instead (harness.neural.tiny_models).
+
 When all fail it raises `ModelNotFoundError`: one line naming the id, where it looked, how to
 download it and how to point at a local copy -- instead of minutes of retries and a traceback.
 Torch-free: tests and `aa-harness` share it without importing a model library.
@@ -71,8 +73,13 @@ def hub_reachable(ref: str, timeout: float | None = None) -> bool:
 def resolve_model(ref: str, *, hub: bool = True) -> str:
     """A local folder for `ref`, or `ref` itself when only the hub has it and the hub answers.
 
-    hub=False never contacts the hub (tests). Raises ModelNotFoundError otherwise.
+    hub=False never contacts the hub (tests). Raises ModelNotFoundError otherwise. A `tiny:ARCH:SEED`
+    reference is a tiny model built from a config (harness.neural.tiny_models), no download.
     """
+    if ref.startswith("tiny:"):
+        from harness.neural.tiny_models import tiny_folder
+
+        return tiny_folder(ref)
     path = Path(ref).expanduser()
     if path.is_dir():
         return str(path)
