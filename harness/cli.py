@@ -331,6 +331,60 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_reproduce(args) -> int:
+    from harness.experiments.reproduce import Options, reproduce
+
+    opts = Options(only=args.only or (), dry_run=args.dry_run, gpus=args.gpus, executor=args.executor,
+                   runs_dir=args.runs_dir, data_dir=args.data_dir, progress=not args.no_progress,
+                   slurm_partition=args.slurm_partition, slurm_timeout_min=args.slurm_timeout)
+    return reproduce(_registry(), args.file, opts)
+
+
+def cmd_stage(args) -> int:
+    from harness import locations
+    from harness.experiments.plan import Plan
+    from harness.experiments.reproduce import load
+    from harness.experiments.staging import pack, unpack
+
+    if args.action == "pack":
+        if not args.experiment:
+            raise HarnessError("stage pack needs --experiment FILE (whose backbones and data to pack)")
+        plan = Plan(load(args.experiment, _registry()), _registry(), locations.runs_dir(None), data_dir=args.data_dir)
+        written = pack(plan, args.folder, args.chunk_mib, args.only)
+        print(f"wrote {len(written) - 1} chunks of at most {args.chunk_mib} MiB and the manifest to {args.folder}")
+        return 0
+    dest = Path(args.dest) if args.dest else locations.home() / "staged"
+    missing = unpack(args.folder, dest)
+    if missing:
+        print(f"{len(missing)} chunks still to come: {', '.join(missing)}")
+        return 3
+    print(f"unpacked into {dest}: point ${locations.MODEL_DIR_ENV} at {dest / 'models'} and "
+          f"${locations.CORPORA_ENV} at {dest / 'corpora'}")
+    return 0
+
+
+def cmd_models(args) -> int:
+    from tabulate import tabulate
+
+    from harness import locations
+    from harness.experiments.store import stored_models
+
+    rows = []
+    for mid, folder, card in stored_models():
+        data = card.get("training_data") or {}
+        rows.append([mid, card.get("system"), (card.get("recipe") or {}).get("backbone"),
+                     f"{str(data.get('sha256', ''))[:12]} ({data.get('documents')} docs)", card.get("steps"),
+                     card.get("final_loss"), card.get("device"), card.get("trained_at")])
+        if args.paths:
+            rows[-1].append(str(folder))
+    if not rows:
+        print(f"no trained models in {locations.store_dir() / 'models'} (`aa-harness reproduce` puts them there)")
+        return 0
+    headers = ["model id", "system", "backbone", "training data", "steps", "final loss", "device", "trained at"]
+    print(tabulate(rows, headers=headers + (["folder"] if args.paths else []), tablefmt="github"))
+    return 0
+
+
 def cmd_where(args) -> int:
     from tabulate import tabulate
 
@@ -514,6 +568,50 @@ def _add_curate_parser(sub) -> None:
     sp.set_defaults(fn=cmd_curate)
 
 
+def _add_reproduce_parser(sub) -> None:
+    from harness.experiments.executors import EXECUTORS
+
+    sp = sub.add_parser("reproduce", help="run an experiment file's steps that are not done yet (curate, train, run, "
+                                          "rerank, leaderboard)")
+    sp.add_argument("file", metavar="FILE", help="an experiment file (TOML), e.g. experiments/smoke.toml")
+    sp.add_argument("--dry-run", action="store_true",
+                    help="print each step, whether it is done, and its projected GPU-minutes; run nothing")
+    sp.add_argument("--only", nargs="+", metavar="STEP",
+                    help="run just these steps (an address such as train.sadiri, or a kind such as run); "
+                         "the steps they need must be done")
+    sp.add_argument("--gpus", type=int, default=0, metavar="N",
+                    help="run independent steps side by side on N GPUs of this machine, one process a step "
+                         "(default 0: one after another in this process)")
+    sp.add_argument("--executor", choices=EXECUTORS, default="local",
+                    help="local (this machine) or slurm (each step a job, through submitit)")
+    sp.add_argument("--slurm-partition", default=None, help="the Slurm partition (default: the cluster's)")
+    sp.add_argument("--slurm-timeout", type=int, default=240, metavar="MINUTES", help="each Slurm job's time limit")
+    _add_runs_dir(sp)
+    _add_data_dir(sp)
+    sp.add_argument("--no-progress", action="store_true", help="no progress lines")
+    sp.set_defaults(fn=cmd_reproduce)
+
+
+def _add_stage_parser(sub) -> None:
+    sp = sub.add_parser("stage", help="carry an experiment's backbones and data to a machine without the model hub, "
+                                      "in chunks of a size a link allows")
+    sp.add_argument("action", choices=["pack", "unpack"], help="pack here (from the local copies), unpack there")
+    sp.add_argument("folder", type=Path, metavar="FOLDER", help="where the chunks and stage.json are written or found")
+    sp.add_argument("--experiment", metavar="FILE", help="pack: the experiment file whose backbones and data to pack")
+    sp.add_argument("--only", nargs="+", metavar="NAME", help="pack: just these backbones or data names")
+    sp.add_argument("--chunk-mib", type=int, default=60, help="pack: the largest chunk, in MiB (default 60)")
+    sp.add_argument("--dest", metavar="DIR", help="unpack: the folder to fill with models/ and corpora/ "
+                                                   "(default <home>/staged)")
+    _add_data_dir(sp)
+    sp.set_defaults(fn=cmd_stage)
+
+
+def _add_models_parser(sub) -> None:
+    sp = sub.add_parser("models", help="list the trained models in the store, with their cards")
+    sp.add_argument("--paths", action="store_true", help="also print each model's folder")
+    sp.set_defaults(fn=cmd_models)
+
+
 def _add_leaderboard_parser(sub) -> None:
     sp = sub.add_parser("leaderboard", help="regenerate the leaderboard pages and plots from the run files")
     _add_runs_dir(sp, "results to read")
@@ -543,7 +641,7 @@ def _add_export_parser(sub) -> None:
 
 VERBS = (_add_systems_parser, _add_collections_parser, _add_where_parser, _add_split_parser, _add_compare_parser,
          _add_topic_share_parser, _add_topics_parser, _add_run_parser, _add_rerank_parser, _add_train_parser,
-         _add_curate_parser, _add_leaderboard_parser, _add_export_parser)
+         _add_curate_parser, _add_reproduce_parser, _add_models_parser, _add_stage_parser, _add_leaderboard_parser, _add_export_parser)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -20,6 +20,7 @@ HRS_ENV = "AA_HARNESS_HRS_DIR"
 CACHE_ENV = "AA_HARNESS_CACHE"
 MODEL_DIR_ENV = "AA_HARNESS_MODEL_DIR"
 BENCH_ENV = "AA_HARNESS_BENCH_DIR"
+STORE_ENV = "AA_HARNESS_STORE"
 
 
 def _pick(flag: str | Path | None, env: str | None, default) -> Path:
@@ -102,6 +103,12 @@ def hf_hub_cache() -> Path:
     return Path(os.environ.get("HF_HOME", Path("~/.cache/huggingface").expanduser())) / "hub"
 
 
+def store_dir() -> Path:
+    """What `aa-harness reproduce` makes besides results (generated and curated data, trained models,
+    by content address): $AA_HARNESS_STORE, else <home>/store."""
+    return _pick(None, STORE_ENV, lambda: home() / "store")
+
+
 def leaderboard_dir(flag: str | Path | None = None) -> Path:
     """Leaderboard pages: leaderboard --out, else <home>/leaderboards."""
     return _pick(flag, None, lambda: home() / "leaderboards")
@@ -143,6 +150,7 @@ def all_locations() -> list[Location]:
             MODEL_DIR_ENV,
             " then ".join(str(p) for p in models) + f" then {hf_hub_cache()} then the hub",
         ),
+        Location("store: curated data, trained models (reproduce)", "", STORE_ENV, str(store_dir())),
         Location("leaderboard pages", "leaderboard --out", "", str(leaderboard_dir())),
         Location("exports", "export --out", "", str(export_dir())),
         Location("bench results", "bench --out", BENCH_ENV, str(bench_dir())),

@@ -2,7 +2,7 @@
 
 Layers, bottom to top (ARCHITECTURE.md): foundation modules; data; evaluation; the neural core;
 its speed layer (`neural/fast`); the system contract, registry and neural assemblies; runs;
-reports; the CLI. The harness never imports a plugin package.
+reports; experiments (the step graph over the jobs); the CLI. The harness never imports a plugin package.
 """
 from __future__ import annotations
 
@@ -22,11 +22,12 @@ def layer(module: str) -> int:
     if module in ASSEMBLY:
         return 5
     for prefix, rank in (("harness.data", 1), ("harness.evaluation", 2), ("harness.neural.fast", 4),
-                         ("harness.neural", 3), ("harness.runs", 6), ("harness.reports", 7)):
+                         ("harness.neural", 3), ("harness.runs", 6), ("harness.reports", 7),
+                         ("harness.experiments", 8)):
         if module == prefix or module.startswith(prefix + "."):
             return rank
     if module in ("harness.cli", "harness.__main__"):
-        return 8
+        return 9
     raise AssertionError(f"{module} is in no layer: add it to tests/test_layering.py and ARCHITECTURE.md")
 
 

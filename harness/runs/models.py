@@ -151,3 +151,14 @@ def addressed_config(config: Mapping[str, Any]) -> tuple[dict[str, Any], dict[st
     if address:
         out["model"] = f"sha256:{address['sha256']}"
     return out, address
+
+
+def model_id(card: Mapping[str, Any]) -> str:
+    """A trained model's id from its card: `<system>-<16 hex>` over what decides the weights (the
+    system, the recipe, the step cap and the training data's sha256), not over how, when, where or
+    with which commit it was trained, so the same recipe on the same data has one id."""
+    ident = {"system": card.get("system"), "recipe": card.get("recipe", {}),
+             "max_steps": (card.get("training_run") or {}).get("max_steps", 0),
+             "training_data": (card.get("training_data") or {}).get("sha256")}
+    digest = hashlib.sha256(json.dumps(ident, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return f"{card.get('system')}-{digest[:16]}"

@@ -1,0 +1,131 @@
+"""Where the steps run: here, one after another; here, side by side on N GPUs (one process a
+step, CUDA_VISIBLE_DEVICES naming its GPUs, `torchrun` for a step that asks for several); or on
+a Slurm cluster through submitit. Every step that leaves this process runs the same command,
+`aa-harness reproduce FILE --only STEP`, so a step does the same work wherever it runs."""
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from harness.errors import HarnessError
+from harness.experiments.spec import Experiment
+
+_log = logging.getLogger(__name__)
+EXECUTORS = ("local", "slurm")
+
+
+def step_command(exp: Experiment, address: str, runs_dir: Path, gpus: int, data_dir=None) -> list[str]:
+    """The command that does one step on its own (under torchrun when it asks for several GPUs)."""
+    tail = ["-m", "harness", "reproduce", str(exp.path.resolve()), "--only", address, "--runs-dir", str(runs_dir),
+            "--no-progress"] + (["--data-dir", str(data_dir)] if data_dir else [])
+    if gpus > 1:
+        return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={gpus}"] + tail
+    return [sys.executable] + tail
+
+
+def run_in_process(todo: Sequence[str], perform: Callable[[str], None], report: Callable[[str, float], None]) -> None:
+    for address in todo:
+        start = time.perf_counter()
+        perform(address)
+        report(address, time.perf_counter() - start)
+
+
+def run_side_by_side(exp: Experiment, todo: Sequence[str], deps: dict[str, list[str]], gpus: int, runs_dir: Path,
+                     report: Callable[[str, float], None], data_dir=None, logs: Path | None = None) -> None:
+    """Each step in its own process as soon as the steps it needs are done and enough GPUs are
+    free; a step of `gpus = 0` takes none (one such step at a time). The first failure stops
+    the launching of new steps; the running ones finish, and the failure is reported."""
+    pending = list(todo)
+    free = list(range(gpus))
+    running: dict[str, tuple[subprocess.Popen, list[int], float, Path]] = {}
+    finished: set[str] = set()
+    failed: list[str] = []
+    logs = logs or runs_dir / ".reproduce" / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    while pending or running:
+        for address in list(pending) if not failed else []:
+            need = exp.steps[address].gpus
+            if any(d in pending or d in running for d in deps[address]):
+                continue
+            if need > gpus:
+                raise HarnessError(f"{exp.path}: [{address}] asks for {need} GPUs; --gpus gives {gpus}")
+            if need > len(free) or (need == 0 and any(exp.steps[a].gpus == 0 for a in running)):
+                continue
+            mine, free = free[:need], free[need:]
+            env = {**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(map(str, mine))}
+            log_path = logs / f"{address}.log"
+            with open(log_path, "w") as log:
+                proc = subprocess.Popen(step_command(exp, address, runs_dir, need, data_dir), env=env, stdout=log,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            _log.info(f"{address}: started on {'GPU ' + ','.join(map(str, mine)) if mine else 'the CPU'} (log {log_path})")
+            running[address] = (proc, mine, time.perf_counter(), log_path)
+            pending.remove(address)
+        for address, (proc, mine, start, log_path) in list(running.items()):
+            if proc.poll() is None:
+                continue
+            del running[address]
+            free = sorted(free + mine)
+            if proc.returncode == 0:
+                finished.add(address)
+                report(address, time.perf_counter() - start)
+            else:
+                failed.append(f"{address} (exit {proc.returncode}; log {log_path}: {_last_line(log_path)})")
+        if failed and not running:
+            break
+        time.sleep(0.5)
+    if failed:
+        raise HarnessError(f"{exp.path}: step failed: {'; '.join(failed)}")
+
+
+def run_on_slurm(exp: Experiment, todo: Sequence[str], deps: dict[str, list[str]], runs_dir: Path,
+                 report: Callable[[str, float], None], partition: str | None, timeout_min: int, data_dir=None) -> None:
+    """Each step as a Slurm job through submitit, submitted once the steps it needs are done."""
+    try:
+        import submitit
+    except ImportError:
+        raise HarnessError("--executor slurm needs submitit (pip install submitit)") from None
+    folder = runs_dir / ".reproduce" / "slurm"
+    pending = list(todo)
+    running: dict[str, tuple[Any, float]] = {}
+    while pending or running:
+        for address in list(pending):
+            if any(d in pending or d in running for d in deps[address]):
+                continue
+            step = exp.steps[address]
+            executor = submitit.AutoExecutor(folder=folder / address, cluster="slurm")
+            params: dict = {"timeout_min": timeout_min, "slurm_job_name": f"aa-{address}", "nodes": 1,
+                            "tasks_per_node": 1}
+            if partition:
+                params["slurm_partition"] = partition
+            if step.gpus:
+                params["gpus_per_node"] = step.gpus
+            executor.update_parameters(**params)
+            command = step_command(exp, address, runs_dir, step.gpus, data_dir)
+            job = executor.submit(submitit.helpers.CommandFunction(command, cwd=os.getcwd()))
+            _log.info(f"{address}: Slurm job {job.job_id}")
+            running[address] = (job, time.perf_counter())
+            pending.remove(address)
+        for address, (job, start) in list(running.items()):
+            if not job.done():
+                continue
+            del running[address]
+            try:
+                job.result()
+            except Exception as e:  # the step's own error, as submitit relays it
+                lines = [ln for ln in str(e).splitlines() if ln.strip()]
+                error = next((ln for ln in reversed(lines) if "aa-harness: error:" in ln), lines[-1] if lines else "?")
+                raise HarnessError(f"{exp.path}: step {address} failed on Slurm job {job.job_id}: "
+                                   f"{error.strip()} (logs in {folder / address})") from None
+            report(address, time.perf_counter() - start)
+        time.sleep(1.0)
+
+
+def _last_line(path: Path) -> str:
+    lines = [ln for ln in Path(path).read_text(errors="replace").splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error" in ln.lower()]
+    return (errors or lines or ["no output"])[-1].strip()

@@ -1,0 +1,146 @@
+"""`aa-harness reproduce FILE`: check the experiment file whole, find what is not done yet, and do
+it in an order that respects the step graph, here or on Slurm. Run again, it does nothing."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from harness.experiments.graph import dependencies, order, select
+from harness.experiments.plan import Plan, Status
+from harness.experiments.projection import Projection
+from harness.experiments.spec import Experiment, ExperimentError, read_experiment
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Options:
+    only: Sequence[str] = ()
+    dry_run: bool = False
+    gpus: int = 0
+    executor: str = "local"
+    runs_dir: Path | None = None
+    data_dir: str | None = None
+    progress: bool = True
+    slurm_partition: str | None = None
+    slurm_timeout_min: int = 240
+
+
+def load(path: str | Path, registry) -> Experiment:
+    """The experiment, its references, step graph and every step's config checked before any work."""
+    exp = read_experiment(path)
+    for step in exp.steps.values():
+        if step.system is not None and step.system not in registry.systems:
+            raise ExperimentError(f"{exp.path}: [{step.address}] system {step.system!r} is not registered "
+                                  f"(registered: {', '.join(sorted(registry.systems))})")
+        if step.system is not None:
+            spec = registry.system(step.system)
+            can = {"train": bool(spec.trainer), "run": bool({"rank", "encode"} & set(spec.capabilities)),
+                   "rerank": "rerank" in spec.capabilities}[step.kind]
+            if not can:
+                raise ExperimentError(f"{exp.path}: [{step.address}] system {step.system!r} cannot {step.kind} "
+                                      f"(it can: {', '.join(spec.capabilities)})")
+        if step.gpus > 1 and step.kind != "train":
+            raise ExperimentError(f"{exp.path}: [{step.address}] gpus = {step.gpus}: only a train step runs on several "
+                                  "GPUs (through torchrun)")
+        for c in step.collections:
+            if c not in registry.collections:
+                raise ExperimentError(f"{exp.path}: [{step.address}] collection {c!r} is not registered "
+                                      f"(registered: {', '.join(sorted(registry.collections))})")
+    order(exp)  # references and cycles
+    return exp
+
+
+def needed(plan: Plan, targets: Sequence[str], explicit: bool) -> tuple[list[str], dict[str, Status]]:
+    """The steps to run for `targets` (those not done, and what they need that is not done), in
+    graph order; with `explicit` (--only) exactly the targets, their inputs must be done."""
+    exp = plan.exp
+    status: dict[str, Status] = {}
+
+    def st(a: str) -> Status:
+        if a not in status:
+            status[a] = plan.status(a)
+        return status[a]
+
+    want: set[str] = set()
+
+    def pull(a: str) -> None:
+        if a in want or st(a).done:
+            return
+        want.add(a)
+        for d in dependencies(exp, exp.steps[a]):
+            pull(d)
+
+    for a in targets:
+        if explicit:
+            if not st(a).done:
+                want.add(a)
+        else:
+            pull(a)
+    return [a for a in order(exp) if a in want], status
+
+
+def reproduce(registry, path: str | Path, opts: Options, out=print) -> int:
+    from harness import locations
+    from harness.experiments import executors
+    from harness.experiments.actions import perform
+
+    exp = load(path, registry)
+    runs_dir = Path(locations.runs_dir(opts.runs_dir)).resolve()
+    plan = Plan(exp, registry, runs_dir, data_dir=opts.data_dir)
+    for name in exp.data:  # every file present and of the sha256 declared, before any work
+        if not opts.dry_run:
+            plan.data_path(name)
+    targets = select(exp, list(opts.only) or None)
+    todo, status = needed(plan, targets, explicit=bool(opts.only))
+    if opts.dry_run:
+        return _print_plan(plan, targets, todo, status, out)
+    if not todo:
+        out(f"{exp.name}: nothing to do, all {len(targets)} steps are done ({runs_dir})")
+        return 0
+    if opts.only:
+        for a in todo:
+            missing = [d for d in dependencies(exp, exp.steps[a]) if not plan.status(d).done]
+            if missing:
+                raise ExperimentError(f"{exp.path}: [{a}] needs {', '.join(missing)}, not done yet (run without --only)")
+    for name in sorted({str(exp.steps[a].backbone) for a in todo if exp.steps[a].backbone}):
+        plan.check_backbone(name)
+    out(f"{exp.name}: {len(todo)} of {len(targets)} steps to run: {', '.join(todo)}")
+    deps = {a: [d for d in dependencies(exp, exp.steps[a]) if d in todo] for a in todo}
+
+    def report(address: str, seconds: float) -> None:
+        out(f"{address}: done in {seconds:.1f} s")
+
+    if opts.executor == "slurm":
+        executors.run_on_slurm(exp, todo, deps, runs_dir, report, opts.slurm_partition, opts.slurm_timeout_min,
+                               opts.data_dir)
+    elif opts.gpus > 1 and len(todo) > 1:
+        executors.run_side_by_side(exp, todo, deps, opts.gpus, runs_dir, report, opts.data_dir)
+    else:
+        executors.run_in_process(todo, lambda a: perform(plan, a, progress=opts.progress), report)
+    out(f"{exp.name}: {len(todo)} steps done" + (f"; the pages: {plan.leaderboard_dir() / 'main.md'}"
+                                                  if "leaderboard" in exp.steps else ""))
+    return 0
+
+
+def _print_plan(plan: Plan, targets: Sequence[str], todo: Sequence[str], status: dict[str, Status], out) -> int:
+    from tabulate import tabulate
+
+    exp = plan.exp
+    projection = Projection(exp)
+    rows = []
+    for a in order(exp):
+        if a not in targets and a not in todo:
+            continue
+        st = status.get(a) or plan.status(a)
+        minutes = projection.minutes(exp.steps[a], plan) if a in todo else None
+        rows.append([a, "done" if st.done else ("to run" if a in todo else "not needed"), st.why,
+                     "—" if minutes is None else minutes])
+    out(tabulate(rows, headers=["step", "state", "why", "projected GPU-minutes"], tablefmt="github"))
+    total = [projection.minutes(exp.steps[a], plan) for a in todo]
+    known = [m for m in total if isinstance(m, float)]
+    out(f"{exp.name}: {len(todo)} of {len(rows)} steps to run" + (
+        f"; about {sum(known):.0f} GPU-minutes for the {len(known)} with a measured precedent" if known else ""))
+    return 0

@@ -1,0 +1,128 @@
+"""Carrying an experiment's backbones and data to a machine that cannot reach the model hub:
+`aa-harness stage pack` cuts the local copies into numbered chunks of at most a given size, with a
+manifest of every file's sha256; `aa-harness stage unpack` joins whatever chunks have arrived
+(several transfers, if the link limits their size) into a model folder and a corpora folder there,
+checking each file's sha256, and says which chunks are still missing."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import BinaryIO
+
+from harness.atomic import atomic_write_text
+from harness.errors import HarnessError
+from harness.experiments.plan import Plan, file_sha256
+
+MANIFEST = "stage.json"
+
+
+def _sources(plan: Plan, names: list[str] | None) -> list[tuple[str, Path]]:
+    """(where it goes, local path) of the experiment's data files and backbones' local copies."""
+    from harness.neural.models import ModelNotFoundError, resolve_model
+
+    out: list[tuple[str, Path]] = []
+    for name, src in plan.exp.data.items():
+        if src.file and (names is None or name in names):
+            path = plan.data_path(name)
+            if path is not None:
+                out.append((f"corpora/{src.file}", path))
+    for name, b in plan.exp.backbones.items():
+        if b.tiny or (names is not None and name not in names):
+            continue
+        try:
+            folder = Path(resolve_model(str(b.id), hub=False))
+        except ModelNotFoundError as e:
+            raise HarnessError(f"{plan.exp.path}: [backbones.{name}] {e}") from None
+        plan.check_backbone(name)
+        last = str(b.id).rstrip("/").split("/")[-1]
+        for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+            out.append((f"models/{last}/{f.relative_to(folder).as_posix()}", f))
+    return out
+
+
+def pack(plan: Plan, out: Path, chunk_mib: int, names: list[str] | None = None) -> list[Path]:
+    """Chunks `out/stage.NNNN` holding the files back to back, and `out/stage.json` saying which."""
+    if chunk_mib < 1:
+        raise HarnessError(f"--chunk-mib {chunk_mib}: give at least 1")
+    limit = chunk_mib << 20
+    out.mkdir(parents=True, exist_ok=True)
+    files: list[dict] = []
+    chunks: list[Path] = []
+    current: BinaryIO | None = None
+    room = 0
+    try:
+        for dest, path in _sources(plan, names):
+            files.append({"path": dest, "size": path.stat().st_size, "sha256": file_sha256(path)})
+            with open(path, "rb") as f:
+                while block := f.read(min(1 << 22, room if room else limit)):
+                    if room == 0:  # the chunk is full (or there is none yet): start the next
+                        if current is not None:
+                            current.close()
+                        chunks.append(out / f"stage.{len(chunks):04d}")
+                        current, room = open(chunks[-1], "wb"), limit
+                    assert current is not None
+                    current.write(block)
+                    room -= len(block)
+    finally:
+        if current is not None:
+            current.close()
+    digests = [hashlib.sha256(p.read_bytes()).hexdigest() for p in chunks]
+    atomic_write_text(out / MANIFEST, json.dumps({"experiment": plan.exp.name, "files": files,
+                                                  "chunks": [p.name for p in chunks], "chunk_sha256": digests},
+                                                 indent=1) + "\n")
+    return chunks + [out / MANIFEST]
+
+
+def unpack(folder: Path, dest: Path) -> list[str]:
+    """Join the chunks in `folder` into `dest` (models/… and corpora/…); the files' sha256 checked.
+    Returns the missing chunk names (nothing is written while any is missing)."""
+    manifest_path = folder / MANIFEST
+    if not manifest_path.is_file():
+        raise HarnessError(f"{manifest_path}: no stage manifest here (`aa-harness stage pack` writes it)")
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    missing = [c for c in manifest["chunks"] if not (folder / c).is_file()]
+    if missing:
+        return missing
+    for name, want in zip(manifest["chunks"], manifest["chunk_sha256"]):
+        if hashlib.sha256((folder / name).read_bytes()).hexdigest() != want:
+            raise HarnessError(f"{folder / name}: sha256 differs from {MANIFEST}'s (a broken transfer: send it again)")
+    stream = _ChunkReader([folder / c for c in manifest["chunks"]])
+    for entry in manifest["files"]:
+        target = dest / entry["path"]
+        if ".." in Path(entry["path"]).parts or Path(entry["path"]).is_absolute():
+            raise HarnessError(f"{manifest_path}: {entry['path']!r} is not a relative path inside the stage")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.part")
+        h = hashlib.sha256()
+        with open(tmp, "wb") as f:
+            left = entry["size"]
+            while left:
+                block = stream.read(min(left, 1 << 22))
+                f.write(block)
+                h.update(block)
+                left -= len(block)
+        if h.hexdigest() != entry["sha256"]:
+            tmp.unlink()
+            raise HarnessError(f"{target}: sha256 differs from {MANIFEST}'s")
+        os.replace(tmp, target)
+    return []
+
+
+class _ChunkReader:
+    def __init__(self, paths: list[Path]):
+        self.paths = list(paths)
+        self.f: BinaryIO | None = None
+
+    def read(self, n: int) -> bytes:
+        while True:
+            if self.f is None:
+                if not self.paths:
+                    raise HarnessError("the stage's chunks end before its files do (a broken transfer)")
+                self.f = open(self.paths.pop(0), "rb")
+            block = self.f.read(n)
+            if block:
+                return block
+            self.f.close()
+            self.f = None

@@ -1,0 +1,266 @@
+"""Experiments as code: experiment files are checked whole before any work (one line naming the
+file, the key and what was expected), the step graph orders and refuses cycles, model ids come
+from cards, and `aa-harness reproduce` runs what is not done, side by side on several GPUs when
+asked, and then nothing."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.experiments.graph import order
+from harness.experiments.spec import read_experiment
+from harness.runs.models import model_id
+
+ROOT = Path(__file__).resolve().parent.parent
+EXPERIMENTS = ROOT / "experiments"
+
+DEMO_RUNS = """
+[experiment]
+name = "two-baselines"
+seeds = [0]
+
+[run.bm25]
+system = "bm25"
+collections = ["demo"]
+{gpus}
+
+[run.char-ngram]
+system = "char-ngram"
+collections = ["demo"]
+{gpus}
+
+[leaderboard]
+plots = false
+"""
+
+
+def _write(tmp_path: Path, text: str, name: str = "exp.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _one_line_error(capsys, argv) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("aa-harness: error: "), err
+    assert "Traceback" not in err
+    return err
+
+
+# ---- bad input: one line, nothing written ------------------------------------------------------
+
+BAD = [
+    ("[experiment]\nname = 'x'\nfoo = 1\n[run.a]\nsystem = 'bm25'\ncollections = ['demo']\n",
+     "[experiment] unknown key 'foo'"),
+    ("[experiment]\nname = 'x'\n[run.a]\nsystem = 'bm25'\ncollections = ['demo']\nmodle = 'train.x'\n",
+     "[run.a] unknown key 'modle'"),
+    ("[experiment]\nname = 'x'\n[data.d]\nfile = 'nowhere.jsonl.gz'\nsha256 = '" + "0" * 64 + "'\n"
+     "[backbones.b]\ntiny = 'bert'\n[curate.c]\ninputs = ['d']\nembedder = 'b'\n",
+     "[data.d] file 'nowhere.jsonl.gz' not found"),
+    ("[experiment]\nname = 'x'\n[data.d]\ngenerate = 'demo-train'\nsha256 = '" + "0" * 64 + "'\n"
+     "[backbones.b]\ntiny = 'bert'\n[curate.c]\ninputs = ['d']\nembedder = 'b'\n",
+     "[data.d]"),  # a sha256 that does not match the generated file
+    ("[experiment]\nname = 'x'\n[data.d]\nfile = 'x.jsonl'\nsha256 = 'abc'\n[run.a]\nsystem = 'bm25'\n"
+     "collections = ['demo']\n", "[data.d] sha256 must be 64 lowercase hex digits"),
+    ("[experiment]\nname = 'x'\n[run.a]\nsystem = 'sadiri'\nbackbone = 'nope'\ncollections = ['demo']\n",
+     "[run.a] backbone = 'nope' is no [backbones.*] table"),
+    ("[experiment]\nname = 'x'\n[backbones.b]\nid = 'org/some-model-that-is-not-here'\nrevision = 'main'\n"
+     "[run.a]\nsystem = 'sadiri'\nbackbone = 'b'\ncollections = ['demo']\n", "[backbones.b] model 'org/some-model"),
+    ("[experiment]\nname = 'x'\n[backbones.b]\nid = 'org/m'\n[run.a]\nsystem = 'bm25'\ncollections = ['demo']\n",
+     "[backbones.b] pin the weights"),
+    ("[experiment]\nname = 'x'\n[run.a]\nsystem = 'sadiri-v2-reranker'\ncollections = ['demo']\n",
+     "[run.a] system 'sadiri-v2-reranker' cannot run"),
+    ("[experiment]\nname = 'x'\n[rerank.a]\nsystem = 'sadiri-v2-reranker'\nfirst_stage = 'rerank.b'\n"
+     "collections = ['demo']\n[rerank.b]\nsystem = 'sadiri-v2-reranker'\nfirst_stage = 'rerank.a'\n"
+     "collections = ['demo']\n", "the steps form a cycle: rerank.a -> rerank.b -> rerank.a"),
+    ("[experiment]\nname = 'x'\n[run.a]\nsystem = 'bm25'\ncollections = ['nope']\n",
+     "[run.a] collection 'nope' is not registered"),
+    ("[experiment]\nname = 'x'\n[run.a]\nsystem = 'bm25'\ncollections = ['demo']\nset = { k1 = 'high' }\n",
+     "[run.a.set]"),
+    ("[experiment]\nname = 'x'\n[run.a]\nsystem = 'bm25'\ncollections = ['demo']\ngpus = 2\n",
+     "only a train step runs on several GPUs"),
+    ("[experiment\nname = 'x'\n", "not valid TOML"),
+]
+
+
+@pytest.mark.parametrize("text,expected", BAD, ids=[e for _, e in BAD])
+def test_bad_experiment_files_are_one_line_and_write_nothing(tmp_path, capsys, text, expected, monkeypatch):
+    monkeypatch.setenv("AA_HARNESS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    path = _write(tmp_path, text)
+    runs = tmp_path / "runs"
+    err = _one_line_error(capsys, ["reproduce", str(path), "--runs-dir", str(runs)])
+    assert expected in err, err
+    assert not runs.exists() and not (tmp_path / "home" / "store" / "models").exists()  # checked before any work
+
+
+def test_a_missing_experiment_file_and_an_unknown_step_are_one_line(tmp_path, capsys):
+    err = _one_line_error(capsys, ["reproduce", str(tmp_path / "none.toml"), "--dry-run"])
+    assert "experiment file not found" in err
+    path = _write(tmp_path, DEMO_RUNS.format(gpus=""))
+    err = _one_line_error(capsys, ["reproduce", str(path), "--only", "train.x", "--dry-run"])
+    assert "--only 'train.x' names no step" in err
+
+
+def test_slurm_executor_without_submitit_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "submitit", None)
+    path = _write(tmp_path, DEMO_RUNS.format(gpus=""))
+    err = _one_line_error(capsys, ["reproduce", str(path), "--runs-dir", str(tmp_path / "runs"), "--executor", "slurm"])
+    assert "needs submitit" in err
+
+
+# ---- the graph and the ids ---------------------------------------------------------------------
+
+def test_steps_come_after_what_they_need():
+    exp = read_experiment(EXPERIMENTS / "smoke.toml")
+    seq = order(exp)
+    for before, after in [("curate.demo-train", "train.sadiri"), ("train.retriever", "run.retriever"),
+                          ("run.retriever", "rerank.reranker"), ("train.reranker", "rerank.reranker"),
+                          ("rerank.reranker", "leaderboard")]:
+        assert seq.index(before) < seq.index(after)
+
+
+def test_model_id_is_what_decides_the_weights():
+    card = {"system": "sadiri", "recipe": {"lr": 1e-5, "backbone": "b"}, "training_data": {"sha256": "a" * 64},
+            "training_run": {"max_steps": 0, "checkpoint_every": 50}, "trained_at": "then", "commit": "abc",
+            "device": "cuda"}
+    same = {**card, "trained_at": "now", "commit": "def", "device": "cpu",
+            "training_run": {"max_steps": 0, "checkpoint_every": 0, "micro_batch": 4}}
+    assert model_id(card) == model_id(same) and model_id(card).startswith("sadiri-")
+    for changed in ({"recipe": {"lr": 2e-5, "backbone": "b"}}, {"training_data": {"sha256": "b" * 64}},
+                    {"training_run": {"max_steps": 3}}, {"system": "luar"}):
+        assert model_id({**card, **changed}) != model_id(card)
+
+
+@pytest.mark.parametrize("name", ["smoke", "table1-public", "table2-public", "paper-scale"])
+def test_committed_experiment_files_check_and_plan(name, capsys, tmp_path):
+    """Every committed experiment file reads, its graph orders, and its dry run plans without data."""
+    assert main(["reproduce", str(EXPERIMENTS / f"{name}.toml"), "--dry-run", "--runs-dir", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out
+    assert "| step" in out and "steps to run" in out
+    assert not (tmp_path / "r").exists()
+
+
+# ---- running -----------------------------------------------------------------------------------
+
+def test_reproduce_runs_what_is_not_done_then_nothing(tmp_path, capsys):
+    path = _write(tmp_path, DEMO_RUNS.format(gpus="gpus = 0"))
+    runs = tmp_path / "runs"
+    assert main(["reproduce", str(path), "--runs-dir", str(runs), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "3 of 3 steps to run" in out
+    assert (runs / "demo" / "bm25" / "seed-0.json").is_file() and (runs / "leaderboard" / "main.md").is_file()
+    assert main(["reproduce", str(path), "--runs-dir", str(runs)]) == 0
+    assert "nothing to do, all 3 steps are done" in capsys.readouterr().out
+    # a result made with another config is not this step's: the step is to run again (and refuses to mix)
+    res = runs / "demo" / "bm25" / "seed-0.json"
+    path.write_text(path.read_text().replace('system = "bm25"\n', 'system = "bm25"\nset = { k1 = 0.9 }\n'))
+    assert main(["reproduce", str(path), "--runs-dir", str(runs), "--dry-run"]) == 0
+    assert "config differs: k1" in capsys.readouterr().out
+    assert json.loads(res.read_text())["config"]["k1"] != 0.9
+
+
+def test_side_by_side_steps_get_their_own_gpu(tmp_path, capsys):
+    """--gpus 2: the two run steps go to two processes, each told its GPU by CUDA_VISIBLE_DEVICES."""
+    path = _write(tmp_path, DEMO_RUNS.format(gpus="gpus = 1"))
+    runs = tmp_path / "runs"
+    assert main(["reproduce", str(path), "--runs-dir", str(runs), "--gpus", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "run.bm25: done" in out and "run.char-ngram: done" in out and "leaderboard: done" in out
+    logs = runs / ".reproduce" / "logs"
+    assert {p.name for p in logs.glob("*.log")} == {"run.bm25.log", "run.char-ngram.log", "leaderboard.log"}
+    assert (runs / "demo" / "char-ngram" / "seed-0.json").is_file()
+
+
+def _slurm_up() -> bool:
+    if shutil.which("sinfo") is None:
+        return False
+    try:
+        return subprocess.run(["sinfo", "-h"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("executor", ["local", "slurm"])
+def test_smoke_experiment_end_to_end(tmp_path, executor, capsys, monkeypatch):
+    """The smoke experiment on tiny models: curate, train three systems, run, rerank and the
+    leaderboard, under the local executor and as Slurm jobs; run again, it does nothing."""
+    pytest.importorskip("torch")
+    if executor == "slurm" and not _slurm_up():
+        if os.environ.get("AA_HARNESS_REQUIRE_SLURM"):
+            pytest.fail("AA_HARNESS_REQUIRE_SLURM is set but no Slurm cluster answers (sinfo)")
+        pytest.skip("no Slurm cluster here (sinfo)")
+    monkeypatch.setenv("AA_HARNESS_STORE", str(tmp_path / "store"))
+    runs = tmp_path / "runs"
+    monkeypatch.chdir(tmp_path)  # Slurm jobs start where the command was given
+    argv = ["reproduce", str(EXPERIMENTS / "smoke.toml"), "--runs-dir", str(runs), "--executor", executor,
+            "--no-progress"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "9 of 9 steps to run" in out and "leaderboard: done" in out
+    board = (runs / "leaderboard" / "main.md").read_text()
+    for run in ("bm25", "sadiri", "retriever", "reranker"):
+        assert (runs / "demo" / run / "seed-0.json").is_file()
+        assert f"`{run}`" in board or f"| {run} " in board or run in board
+    cards = sorted((tmp_path / "store" / "models").glob("*/model/aa_model.json"))
+    assert len(cards) == 3 and all(model_id(json.loads(c.read_text())) == c.parent.parent.name for c in cards)
+    assert main(argv) == 0
+    assert "nothing to do, all 9 steps are done" in capsys.readouterr().out
+    assert main(["models"]) == 0
+    listed = capsys.readouterr().out
+    assert all(c.parent.parent.name in listed for c in cards)
+
+
+def test_stage_packs_in_chunks_and_unpacks_only_when_whole(tmp_path, capsys, monkeypatch):
+    """Backbones and data cut into chunks; unpack waits for the last chunk, then every file's sha256 holds."""
+    from harness.experiments.plan import file_sha256
+
+    corpora = tmp_path / "corpora"
+    corpora.mkdir()
+    data = corpora / "train.jsonl"
+    data.write_bytes(os.urandom(3 << 20))
+    model = tmp_path / "models" / "tiny-enc"
+    (model / "sub").mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(os.urandom((2 << 20) + 7))
+    (model / "sub" / "vocab.txt").write_text("a\nb\n")
+    monkeypatch.setenv("AA_HARNESS_MODEL_DIR", str(tmp_path / "models"))
+    exp = _write(tmp_path, f"""
+[experiment]
+name = "staged"
+[data.train]
+file = "train.jsonl"
+sha256 = "{file_sha256(data)}"
+[backbones.enc]
+id = "org/tiny-enc"
+file = "model.safetensors"
+sha256 = "{file_sha256(model / 'model.safetensors')}"
+[run.a]
+system = "bm25"
+collections = ["demo"]
+""")
+    out = tmp_path / "stage"
+    assert main(["stage", "pack", str(out), "--experiment", str(exp), "--data-dir", str(corpora), "--chunk-mib", "1"]) == 0
+    chunks = sorted(out.glob("stage.0*"))
+    assert len(chunks) == 6 and all(c.stat().st_size <= 1 << 20 for c in chunks)
+    there = tmp_path / "there"
+    last = chunks[-1].read_bytes()
+    chunks[-1].unlink()
+    assert main(["stage", "unpack", str(out), "--dest", str(there)]) == 3
+    assert chunks[-1].name in capsys.readouterr().out and not there.exists()
+    chunks[-1].write_bytes(last)
+    assert main(["stage", "unpack", str(out), "--dest", str(there)]) == 0
+    assert file_sha256(there / "corpora" / "train.jsonl") == file_sha256(data)
+    for f in ("config.json", "model.safetensors", "sub/vocab.txt"):
+        assert (there / "models" / "tiny-enc" / f).read_bytes() == (model / f).read_bytes()
+    chunks[0].write_bytes(b"x" + chunks[0].read_bytes()[1:])
+    assert "sha256 differs" in _one_line_error(capsys, ["stage", "unpack", str(out), "--dest", str(there)])
