@@ -1,6 +1,6 @@
 """fast_training in a real training run: the same short `aa-harness train` through the Hugging
 Face path and through the speed layer (`--set fast_training=true`), compared from their training
-logs (scripts/device/issue11_table2.sh, steps ab-reranker / ab-retriever).
+logs of two `aa-harness train` runs that differ only in `fast_training`.
 
     python -m benchmarks.training_paths --hf HF.train_log.json --fast FAST.train_log.json --name reranker-qwen2.5-0.5b
 
