@@ -1,7 +1,9 @@
 """Multi-file outputs are written as one set: a crash, a failed write or kill -9 leaves the old set or the new one."""
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli import main
 from harness.errors import HarnessError
 from harness.output_set import (
     PREFIX,
@@ -18,7 +21,7 @@ from harness.output_set import (
     write_files_as_set,
     write_output_set,
 )
-from tests.hostile import hostile
+from tests.hostile import COMMITTED, hostile, snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -99,6 +102,94 @@ def test_recover_discards_an_uncommitted_staging_folder(tmp_path):
     assert _state(tmp_path) == {"a.md": "old a"}
 
 
+def _hostile_set(folder: Path, files: list[str], name: str = f"{PREFIX}999999999.x") -> Path:
+    """A staging folder of a dead writer with a committed journal naming `files`."""
+    staging = folder / name
+    staging.mkdir()
+    (folder / f"{name}.journal").write_text(json.dumps({"files": files}), encoding="utf-8")
+    return staging
+
+
+@pytest.fixture
+def demo_runs(tmp_path):
+    for run in ("bm25", "char-ngram"):
+        shutil.copytree(COMMITTED / "demo" / run, tmp_path / "runs" / "demo" / run)
+    return tmp_path / "runs"
+
+
+@hostile("output sets", "held")
+@pytest.mark.parametrize("verb", ["leaderboard", "export"])
+def test_a_reader_follows_no_journal_and_writes_nothing_in_the_runs(tmp_path, demo_runs, caplog, verb):
+    victim = tmp_path / "victim" / "thesis.txt"
+    victim.parent.mkdir()
+    victim.write_text("years of work", encoding="utf-8")
+    run_dir = demo_runs / "demo" / "bm25"
+    _hostile_set(run_dir, ["../../../../victim/thesis.txt"])
+    _hostile_set(run_dir, ["seed-0.json"], name=f"{PREFIX}999999998.y")  # a plain unfinished set: reported too
+    before = snapshot(demo_runs)
+    extra = ["--no-plots"] if verb == "leaderboard" else []
+    assert main([verb, "--runs-dir", str(demo_runs), "--out", str(tmp_path / "out"), *extra]) == 0
+    assert victim.read_text(encoding="utf-8") == "years of work"
+    assert snapshot(demo_runs) == before and sorted(p.name for p in run_dir.iterdir() if p.name.startswith(PREFIX)) == [
+        f"{PREFIX}999999998.y", f"{PREFIX}999999998.y.journal", f"{PREFIX}999999999.x", f"{PREFIX}999999999.x.journal"]
+    assert sum("interrupted write" in r.getMessage() for r in caplog.records) == 2
+
+
+@hostile("output sets", "held")
+@pytest.mark.parametrize("case", ["dotdot", "absolute", "link in staging", "linked file", "link in target",
+                                  "not a list"])
+def test_the_writer_leaves_a_journal_it_cannot_trust_alone(tmp_path, case):
+    target, outside = tmp_path / "out", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("mine", encoding="utf-8")
+    write_output_set(target, {"a.md": "old a"})
+    names = {"dotdot": ["../outside/secret.txt"], "absolute": [str(outside / "secret.txt")],
+             "link in staging": ["sub/secret.txt"], "linked file": ["secret.txt"], "link in target": ["sub/a.md"],
+             "not a list": "a.md"}[case]
+    staging = _hostile_set(target, names)  # type: ignore[arg-type]
+    if case == "link in staging":
+        (staging / "sub").symlink_to(outside)
+    if case == "linked file":
+        (staging / "secret.txt").symlink_to(outside / "secret.txt")
+    if case == "link in target":
+        (target / "sub").symlink_to(outside)
+        (staging / "sub").mkdir()
+        (staging / "sub" / "a.md").write_text("planted", encoding="utf-8")
+    recover(target)
+    assert snapshot(outside) == {"secret.txt": b"mine"} and [p.name for p in outside.iterdir()] == ["secret.txt"]
+    assert (target / "a.md").read_text(encoding="utf-8") == "old a"
+    assert staging.exists()  # left alone, and reported
+
+
+@hostile("output sets", "held")
+def test_a_staging_entry_that_is_a_link_pulls_nothing_in(tmp_path):
+    target, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    write_output_set(target, {"a.md": "old a"})
+    elsewhere.mkdir()
+    (elsewhere / "a.md").write_text("from elsewhere", encoding="utf-8")
+    (target / f"{PREFIX}999999999.x").symlink_to(elsewhere)
+    (target / f"{PREFIX}999999999.x.journal").write_text('{"files": ["a.md"]}', encoding="utf-8")
+    write_output_set(target, {"b.md": "b"})
+    assert (elsewhere / "a.md").read_text(encoding="utf-8") == "from elsewhere"
+    assert (target / "a.md").read_text(encoding="utf-8") == "old a"
+
+
+def test_a_writer_holds_the_folder_lock_until_its_set_is_in_place(tmp_path):
+    import fcntl
+
+    write_output_set(tmp_path, {"a.md": "old"})
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        with staged_output(tmp_path) as stage:
+            stage.write("a.md", "new")
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released with the commit
+    finally:
+        os.close(fd)
+    assert (tmp_path / "a.md").read_text() == "new"
+
+
 WRITER = """
 import sys, time
 from harness.output_set import staged_output
@@ -150,5 +241,7 @@ def test_kill_9_during_run_leaves_results_that_verify(tmp_path):
         time.sleep(rng.uniform(1.0, 6.0))
         p.send_signal(signal.SIGKILL)
         p.wait()
+        for run_dir in runs.glob("*/*"):
+            recover(run_dir)  # as the next `run` into the folder does (readers only report a killed set)
         found = verified_results(runs, committed_splits())
         assert sum(len(v) for v in found.values()) == 8  # every seed of both runs, old or new, verifies

@@ -47,7 +47,7 @@ def up_to_date(path: Path, system: str, config: Mapping[str, Any], split: Split,
     from harness.output_set import recover
     from harness.runs.verified import verified_result
 
-    recover(path.parent)  # a result and rankings pair whose writer was killed mid-swap
+    recover(path.parent)  # run owns this folder: it finishes a result and rankings pair whose writer was killed
     if not path.exists():
         return None
     try:

@@ -216,7 +216,7 @@ def verified_results(runs_dir: Path, splits_dir: Path | None = None, *, collecti
     keep(collection, run): which runs to read (default all); manifests_of: (collection, run) ->
     the manifests folder of runs made on a collection's earlier manifests.
     """
-    from harness.output_set import recover
+    from harness.output_set import report_unfinished
 
     runs_dir = Path(runs_dir)
     if not runs_dir.is_dir():
@@ -228,7 +228,7 @@ def verified_results(runs_dir: Path, splits_dir: Path | None = None, *, collecti
     out: dict[tuple[str, str], list[tuple[Path, dict[str, Any]]]] = defaultdict(list)
     split_of: dict[tuple[str, int], tuple[str, Path]] = {}
     for run_dir in sorted(p for p in runs_dir.glob("*/*") if p.is_dir()):
-        recover(run_dir)  # a result and rankings pair whose writer was killed mid-swap
+        report_unfinished(run_dir)  # readers never finish another command's write; `run` does
     for path, res in iter_results(runs_dir):
         if collection is not None and res["collection"] != collection:
             continue
