@@ -626,7 +626,7 @@ def _add_leaderboard_parser(sub) -> None:
     sp.add_argument("--allow-empty", action="store_true", help="write the pages even when the runs folder has no results")
     sp.add_argument("--html", type=Path, default=None, metavar="DIR",
                     help="also write a static HTML leaderboard (DIR/index.html, a page per run; no server or network "
-                         "needed); an earlier site in DIR is replaced whole")
+                         "needed); an earlier site's pages in DIR are replaced, other files there are kept")
     sp.set_defaults(fn=cmd_leaderboard)
 
 

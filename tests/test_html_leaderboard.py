@@ -157,37 +157,73 @@ def test_the_page_allows_no_fetch(site):
     assert "http://" not in text and "https://" not in text and 'src="data:image/png;base64,' in text
 
 
-def test_an_earlier_site_is_replaced_whole(tmp_path, site):
+def test_regenerating_keeps_what_the_harness_did_not_write(tmp_path):
     from harness.errors import HarnessError
-    from harness.reports.html_site import write_site
+    from harness.reports.html_site import run_page_path, write_site
 
     out = tmp_path / "site"
-    shutil.copytree(site, out)
-    (out / "runs" / "stale-run.html").write_text("old", encoding="utf-8")
-    (out / "extra.txt").write_text("old", encoding="utf-8")
-    write_site(out, {"index.html": "<p>new</p>"})
-    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [".aa-harness-site", "index.html"]
-    assert not list(tmp_path.glob(".site.*"))  # nothing left beside it
+    write_site(out, {"index.html": "<p>old</p>", run_page_path("c", "gone"): "old", run_page_path("c", "kept"): "old"})
+    (out / ".git").mkdir()
+    (out / ".git" / "HEAD").write_text("ref: refs/heads/gh-pages\n", encoding="utf-8")
+    (out / "CNAME").write_text("leaderboard.example.org\n", encoding="utf-8")
+    (out / "notes.txt").write_text("mine", encoding="utf-8")
+    write_site(out, {"index.html": "<p>new</p>", run_page_path("c", "kept"): "new"})
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == sorted(
+        [".aa-harness-site", ".git/HEAD", "CNAME", "notes.txt", "index.html", run_page_path("c", "kept")])
+    assert (out / "CNAME").read_text(encoding="utf-8") == "leaderboard.example.org\n"
+    assert (out / "index.html").read_text(encoding="utf-8") == "<p>new</p>"
+    assert not [p for p in out.iterdir() if p.name.startswith(".aa-output-set")]
 
+    fresh = tmp_path / "fresh"  # a fresh `git init` is no obstacle; a folder of other files is
+    (fresh / ".git").mkdir(parents=True)
+    write_site(fresh, {"index.html": "x"})
+    assert (fresh / ".git").is_dir() and (fresh / "index.html").is_file()
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("keep", encoding="utf-8")
     with pytest.raises(HarnessError, match="not a site"):
         write_site(mine, {"index.html": "x"})
-    assert (mine / "notes.txt").read_text(encoding="utf-8") == "keep"
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
 
 
-def test_a_killed_swap_puts_the_earlier_site_back(tmp_path, site):
-    from harness.reports.html_site import write_site
+SITE_WRITER = """
+import sys
+from harness.reports.html_site import run_page_path, write_site
+n = int(sys.argv[2])
+pages = {run_page_path("c", f"run{n}-{i}"): f"set {n}\\n" * 4000 for i in range(30)}
+write_site(sys.argv[1], {"index.html": f"set {n}\\n", **pages})
+"""
 
+
+@pytest.mark.hostile(subject="output sets", verdict="held")
+def test_kill_9_mid_site_write_leaves_one_whole_site_and_the_users_files(tmp_path):
+    """Killed at random moments, then regenerated: the pages are all of one site, CNAME and .git stay."""
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from harness.output_set import recover
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
     out = tmp_path / "site"
-    shutil.copytree(site, out)
-    aside = tmp_path / ".site.old-999999999-deadbeef"  # a writer killed between its two renames
-    out.rename(aside)
-    (tmp_path / ".site.new-999999999-deadbeef").mkdir()
-    write_site(out, {"index.html": "<p>new</p>"})
-    assert (out / "index.html").read_text(encoding="utf-8") == "<p>new</p>"
-    assert not list(tmp_path.glob(".site.*"))
+    subprocess.run([sys.executable, "-c", SITE_WRITER, str(out), "0"], check=True, cwd=root, env=env)
+    (out / "CNAME").write_text("leaderboard.example.org\n", encoding="utf-8")
+    (out / ".git").mkdir()
+    rng = random.Random(5)
+    for n in range(1, 10):
+        p = subprocess.Popen([sys.executable, "-c", SITE_WRITER, str(out), str(n)], cwd=root, env=env)
+        time.sleep(rng.uniform(0.1, 0.6))
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        recover(out)  # what the next write does first
+        pages = [p for p in (out / "runs").rglob("*.html")]
+        sets = {p.read_text(encoding="utf-8").split("\n")[0] for p in [out / "index.html", *pages]}
+        assert len(sets) == 1 and len(pages) == 30, sets
+        assert (out / "CNAME").is_file() and (out / ".git").is_dir()
 
 
 def test_leaderboard_refuses_a_folder_that_is_not_a_site(tmp_path, site, capsys):

@@ -2,8 +2,9 @@
 Success@k figures, and a page per run (model card, provenance, per-seed and per-genre tables).
 
 Built from the same loaded `Board` as the Markdown pages (the same paired comparisons, the same
-figures); every value from a result is escaped. The site is written as a whole: an earlier site in
-the folder is replaced, never merged with.
+figures); every value from a result is escaped. The site is written as one set: its pages replace
+an earlier site's (run pages of runs since removed go), and files the harness does not write there
+(a .git, a CNAME) are kept.
 """
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ from harness.reports.run_identity import RunIdentity
 BASELINE = "bm25"
 ALPHA = 0.05
 METRIC_NAMES = {"success@8": "Success@8", "success@100": "Success@100", "mrr@20": "MRR@20"}
+# What the harness writes in a site folder: index.html, the marker and the run pages under runs/.
+# Everything else there (a .git, a CNAME, the user's own files) is the user's and is kept.
+RUN_PAGES = "runs"
 
 
 def slug(name: str) -> str:
@@ -35,7 +39,7 @@ def slug(name: str) -> str:
 
 
 def run_page_path(collection: str, name: str) -> str:
-    return f"runs/{slug(collection)}/{slug(name)}.html"
+    return f"{RUN_PAGES}/{slug(collection)}/{slug(name)}.html"
 
 
 def _pct(x: float) -> str:
@@ -249,15 +253,25 @@ MARKER = ".aa-harness-site"
 
 
 def check_site_folder(out_dir: Path) -> None:
-    """Raise unless write_site may replace out_dir (absent, empty, or an earlier site)."""
-    from harness.reports.site_swap import check_replaceable
-
-    check_replaceable(Path(out_dir), MARKER)
+    """Raise unless write_site may write into out_dir: absent, an earlier site (it holds the marker),
+    or holding only dot-entries (a fresh `git init`, say), so a mistyped folder's index.html is never
+    overwritten."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise HarnessError(f"{out_dir}: not a folder")
+    if out_dir.is_dir() and not (out_dir / MARKER).is_file() and any(
+            not p.name.startswith(".") for p in out_dir.iterdir()):
+        raise HarnessError(f"{out_dir}: the folder holds files that are not a site written here; refusing to write "
+                           "the site into it (name a new or empty folder)")
 
 
 def write_site(out_dir: Path, files: dict[str, str]) -> Path:
-    """Write the site as a whole into out_dir, replacing an earlier site there (none of its files
-    survive). A folder that holds something else is refused rather than replaced."""
-    from harness.reports.site_swap import replace_folder
+    """Write the site into out_dir as one set (a kill leaves the old site or the new one): index.html,
+    the marker and runs/, whose pages of runs since removed are deleted with the commit. Files the
+    harness does not write (a .git, a CNAME) are kept. A folder that holds something else is refused."""
+    from harness.output_set import write_output_set
 
-    return replace_folder(Path(out_dir), {**files, MARKER: "written by aa-harness leaderboard --html\n"}, MARKER)
+    check_site_folder(out_dir)
+    write_output_set(Path(out_dir), {**files, MARKER: "written by aa-harness leaderboard --html\n"},
+                     replace_folders=(RUN_PAGES,))
+    return Path(out_dir)
