@@ -150,6 +150,16 @@ def test_hostile_names_are_shown_as_text(browser, site):
     assert all("<script>window" not in p.read_text(encoding="utf-8") for p in pages)
 
 
+def test_hostile_names_are_escaped_in_the_page_source(site):
+    """Without a browser too: a genre that is HTML reaches every page as text only."""
+    from html import escape
+
+    pages = [site / "index.html", *sorted((site / "runs").rglob("*.html"))]
+    texts = [p.read_text(encoding="utf-8") for p in pages]
+    assert all("<script>window" not in t and "<img src=x" not in t and "<notes>" not in t for t in texts)
+    assert all(escape(HOSTILE_GENRE) in t and "letters &amp; &lt;notes&gt;" in t for t in texts[1:])
+
+
 def test_the_page_allows_no_fetch(site):
     text = (site / "index.html").read_text(encoding="utf-8")
     csp = text.split('http-equiv="Content-Security-Policy" content="', 1)[1].split('"', 1)[0]

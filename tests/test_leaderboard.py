@@ -67,3 +67,37 @@ def test_leaderboard_of_other_runs_writes_only_its_pages_and_a_short_summary(tmp
     assert str(tmp_path) not in page and "my-runs" not in page  # no machine path
     assert "leaderboards/runs" not in page and "training-loss.png" not in page and "performance.md" not in page
     assert "success-at-k-demo.png" in page  # linked whether or not drawn: the page does not depend on --no-plots
+
+
+def _cells(line: str) -> list[str]:
+    """A GitHub table row's cells, split at the pipes that are not escaped."""
+    import re
+
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+
+
+def test_names_from_data_cannot_shift_a_column_or_become_markup(tmp_path):
+    from tests.conftest import doc, write_jsonl
+
+    genres = ("mail | 99.9", "<img src=x onerror=alert(1)>", "R&D")
+    recs = [doc(10 * a + g, f"author{a}", genres[g], f"document {g} of author {a}: " + " ".join(
+        f"w{(a * 7 + k) % 23}" for k in range(40))) for a in range(12) for g in range(3)]
+    collection = write_jsonl(tmp_path / "mixed.jsonl", recs)
+    runs, out = tmp_path / "runs", tmp_path / "pages"
+    assert main(["run", "bm25", "--collection", str(collection), "--seeds", "0", "--runs-dir", str(runs),
+                 "--no-progress"]) == 0
+    assert main(["leaderboard", "--runs-dir", str(runs), "--out", str(out), "--no-plots"]) == 0
+    page = (out / "per-genre.md").read_text(encoding="utf-8")
+    rows = [line for line in page.splitlines() if line.startswith("|")]
+    assert len(rows) == 2 + len(genres) and {len(_cells(r)) for r in rows} == {3}  # header, rule, one row a genre
+    assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert any(_cells(r)[0] == r"mail \| 99.9" for r in rows) and any(_cells(r)[0] == "R&amp;D" for r in rows)
+
+
+def test_the_table_renderer_escapes_text_and_keeps_harness_markdown():
+    from harness.reports.markdown_table import Markdown, markdown_table
+
+    table = markdown_table([["a|b\\", "x\ny", 3, Markdown("+1.0 p<0.001")]], headers=["run <b>", "c", "n", "vs best"])
+    head, _, row = table.splitlines()
+    assert _cells(head) == ["run &lt;b&gt;", "c", "n", "vs best"]
+    assert _cells(row) == [r"a\|b\\", "x y", "3", "+1.0 p<0.001"]

@@ -15,6 +15,7 @@ import numpy as np
 
 from harness.evaluation.metrics import HEADLINE, mean_sd, pooled_metric
 from harness.evaluation.significance import TEST_NAME
+from harness.reports.markdown_table import Markdown
 from harness.reports.rule_views import rule_views_section
 from harness.reports.significance import ALPHA, compare_results, needed_authors
 
@@ -26,9 +27,9 @@ def _cell(values):
     return f"{100 * mean:.1f}" + ("" if math.isnan(sd) else f" ± {100 * sd:.1f}")
 
 
-def _diff(r) -> str:
+def _diff(r) -> Markdown:
     p = "p<0.001" if r.p_value < 0.001 else f"p={r.p_value:.3f}"
-    return f"{100 * r.diff:+.1f} [{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}] {p}"
+    return Markdown(f"{100 * r.diff:+.1f} [{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}] {p}")
 
 
 def sbert_closeness(res: list[dict]) -> str:
@@ -51,7 +52,7 @@ def collection_page(collection: str, runs: dict, names: list[str], splits_dir: P
                     compare=None, all_view_dir: Path | None = None) -> str:
     """compare(collection, run a, run b) -> paired results by metric (default: computed here; the leaderboard
     hands its Board.compare, so the pages and the HTML site share one computation)."""
-    from tabulate import tabulate
+    from harness.reports.markdown_table import markdown_table
 
     if compare is None:
         def compare(c, a, b):
@@ -77,8 +78,8 @@ def collection_page(collection: str, runs: dict, names: list[str], splits_dir: P
         rows.append([f"{n} {marks}".strip(), " ".join(str(r["seed"]) for r in res),
                      *[_cell([r["metrics"][m] for r in res]) for m in HEADLINE], f"{100 * pooled[n]:.1f}",
                      vs_best or "(best)", vs_base or ("(baseline)" if n == base else "")])
-    table = tabulate(rows, headers=["run", "seeds", "S@8", "S@100", "MRR@20", "S@8 pooled", f"S@8 vs best ({best})",
-                                    f"S@8 vs {BASELINE}"], tablefmt="github", disable_numparse=True)
+    table = markdown_table(rows, headers=["run", "seeds", "S@8", "S@100", "MRR@20", "S@8 pooled",
+                                          f"S@8 vs best ({best})", f"S@8 vs {BASELINE}"], disable_numparse=True)
     notes = []
     if "bm25" in names and "char-ngram" in names:
         a, b = runs[(collection, "char-ngram")], runs[(collection, "bm25")]

@@ -56,7 +56,7 @@ def _cell(values: list[float], n_all: int) -> str:
 
 def main_table(runs, marks: dict | None = None) -> str:
     """marks: run name -> the fixes (harness.reports.fixes) its code predates, shown after the name."""
-    from tabulate import tabulate
+    from harness.reports.markdown_table import markdown_table
 
     collections = sorted({c for c, _ in runs})
     names = run_order(runs)
@@ -69,7 +69,7 @@ def main_table(runs, marks: dict | None = None) -> str:
             res = runs.get((c, name))
             row += [_cell([r["metrics"][m] for r in res], n_seeds[c]) if res else "" for m in HEADLINE]
         rows.append(row)
-    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+    return markdown_table(rows, headers=headers, disable_numparse=True)
 
 
 def plugin_version(result: dict) -> str:
@@ -79,7 +79,7 @@ def plugin_version(result: dict) -> str:
 
 
 def provenance_table(runs) -> str:
-    from tabulate import tabulate
+    from harness.reports.markdown_table import markdown_table
 
     rows = []
     order = {n: i for i, n in enumerate(run_order(runs))}
@@ -90,14 +90,14 @@ def provenance_table(runs) -> str:
         rows.append([c, name, res[0]["system"], " ".join(str(r["seed"]) for r in res), res[0]["n_candidates"],
                      sum(r["n_queries"] for r in res), "; ".join(devices), f"{wall:.1f}", " ".join(commits),
                      "; ".join(sorted({plugin_version(r) for r in res})) or "–"])
-    return tabulate(rows, headers=["collection", "run", "system", "seeds", "candidates (first seed)", "queries (all seeds)",
-                                   "device", "rank seconds (all seeds)", "commit", "plugin"], tablefmt="github",
-                    disable_numparse=True)
+    return markdown_table(rows, headers=["collection", "run", "system", "seeds", "candidates (first seed)",
+                                         "queries (all seeds)", "device", "rank seconds (all seeds)", "commit", "plugin"],
+                          disable_numparse=True)
 
 
 def genre_tables(runs) -> str:
     """Per query genre, Success@8 pooled over the seeds' queries (weighted by query count)."""
-    from tabulate import tabulate
+    from harness.reports.markdown_table import markdown_table
 
     parts = []
     for c in sorted({c for c, _ in runs}):
@@ -114,8 +114,8 @@ def genre_tables(runs) -> str:
                 row.append(f"{100 * sum(v * k for v, k in hits) / total:.1f}" if total else "")
             rows.append([row[0], n_q, *row[1:]])
         parts.append(f"## {c}: Success@8 by query genre\n\n"
-                     + tabulate(rows, headers=["query genre", "queries (all seeds)", *names], tablefmt="github",
-                                disable_numparse=True) + "\n")
+                     + markdown_table(rows, headers=["query genre", "queries (all seeds)", *names],
+                                      disable_numparse=True) + "\n")
     return "\n".join(parts)
 
 
@@ -124,7 +124,7 @@ def rerank_tables(runs, describe_run=None, marks: dict | None = None) -> str:
 
     describe_run(system, config) -> the row's label (the system's plugin describes it; "" or
     None: the run name alone). marks: run name -> fixes its code predates."""
-    from tabulate import tabulate
+    from harness.reports.markdown_table import markdown_table
 
     parts = []
     n_seeds: dict[str, int] = {}
@@ -146,8 +146,8 @@ def rerank_tables(runs, describe_run=None, marks: dict | None = None) -> str:
             text = (describe_run(res[0]["system"], cfg) if describe_run else "") or name
             share = f"{100 * cfg['author_fraction']:.0f}%" if "author_fraction" in cfg else ""
             rows.append([f"{text}  ({name})", share] + [_cell([r["metrics"][m] for r in res], n_seeds[c]) for m in HEADLINE])
-        parts.append(f"## {c}: reranking the top 100 of {first}\n\n" + tabulate(
-            rows, headers=["negatives (run)", "training authors used", "S@8", "S@100", "MRR@20"], tablefmt="github",
+        parts.append(f"## {c}: reranking the top 100 of {first}\n\n" + markdown_table(
+            rows, headers=["negatives (run)", "training authors used", "S@8", "S@100", "MRR@20"],
             disable_numparse=True) + "\n")
     return "\n".join(parts) if parts else "(no reranker runs yet)\n"
 

@@ -79,11 +79,11 @@ PAPER_RECIPES: dict[str, dict] = {
 
 def render_reported(header: str) -> str:
     """The "reported" page: the paper's Table 1, Table 2, test collections and recipes, as transcribed."""
-    from tabulate import tabulate
+    from harness.reports.markdown_table import markdown_table
 
     def table(columns, rows):
-        return tabulate([list(r) for r in rows], headers=list(columns), tablefmt="github", floatfmt=".1f",
-                        disable_numparse=True)
+        return markdown_table([list(r) for r in rows], headers=list(columns), floatfmt=".1f",
+                              disable_numparse=True)
 
     recipes = "\n".join(f"- {r}" for r in RECIPES)
     return (f"{header}# Figures reported by the paper (not reproduced here)\n\n"

@@ -111,7 +111,7 @@ def thirds(values: Mapping[tuple[int, str], float]) -> list[tuple[str, list]]:
 
 
 def keeps_and_removes(v: Views) -> str:
-    from tabulate import tabulate
+    from harness.reports.markdown_table import markdown_table
 
     rows = []
     for seed in v.seeds:
@@ -132,7 +132,7 @@ def keeps_and_removes(v: Views) -> str:
         )
     all_authors = {a for k in v.cosine for a in v.authors[k]}
     kept_authors = {a for k in v.kept for a in v.authors[k]}
-    table = tabulate(
+    table = markdown_table(
         rows,
         headers=[
             "seed",
@@ -143,7 +143,6 @@ def keeps_and_removes(v: Views) -> str:
             "kept",
             "dropped entirely",
         ],
-        tablefmt="github",
         disable_numparse=True,
     )
     return (
@@ -153,7 +152,7 @@ def keeps_and_removes(v: Views) -> str:
 
 
 def both_views_table(runs: dict, names: list[str], v: Views) -> str:
-    from tabulate import tabulate
+    from harness.reports.markdown_table import markdown_table
 
     c, c_all = v.collection, v.collection + ALL_VIEW
     removed = [k for k in v.cosine if k not in v.kept]
@@ -166,7 +165,7 @@ def both_views_table(runs: dict, names: list[str], v: Views) -> str:
         all_s8 = _pct(_s8(every, v.cosine)[0]) if every else "not run"
         rem_s8 = _pct(_s8(every, removed)[0]) if every else "not run"
         rows.append([n, rule_s8, all_s8, rem_s8])
-    return tabulate(
+    return markdown_table(
         rows,
         headers=[
             "run",
@@ -174,7 +173,6 @@ def both_views_table(runs: dict, names: list[str], v: Views) -> str:
             "all cross-genre queries",
             "queries the rule removes",
         ],
-        tablefmt="github",
         disable_numparse=True,
     )
 
@@ -182,7 +180,7 @@ def both_views_table(runs: dict, names: list[str], v: Views) -> str:
 def strata_table(runs: dict, names: list[str], v: Views, *, view: str) -> str:
     """Success@8 by needle-cosine third: of all queries for the -all runs (view "all"), of the kept queries for
     the rule's runs (view "rule")."""
-    from tabulate import tabulate
+    from harness.reports.markdown_table import markdown_table
 
     if view == "all":
         collection, pool = v.collection + ALL_VIEW, {k: v.cosine[k] for k in v.cosine}
@@ -195,14 +193,14 @@ def strata_table(runs: dict, names: list[str], v: Views, *, view: str) -> str:
         if res:
             rows.append([n, *(_pct(_s8(res, part)[0]) for _, part in parts)])
     heads = [f"{label} cosine ({len(part)} queries)" for label, part in parts]
-    return tabulate(
-        rows, headers=["run", *heads], tablefmt="github", disable_numparse=True
+    return markdown_table(
+        rows, headers=["run", *heads], disable_numparse=True
     )
 
 
 def threshold_table(runs: dict, v: Views, systems=("bm25", "char-ngram")) -> str:
     """Success@8 of the -all runs on the queries below each threshold: the rule applied afterwards."""
-    from tabulate import tabulate
+    from harness.reports.markdown_table import markdown_table
 
     shown = sorted(set(THRESHOLDS_SHOWN) | {v.threshold})
     rows = []
@@ -216,10 +214,9 @@ def threshold_table(runs: dict, v: Views, systems=("bm25", "char-ngram")) -> str
             for s in systems
         ]
         rows.append(row)
-    return tabulate(
+    return markdown_table(
         rows,
         headers=["threshold", "queries kept (4 seeds)", *systems],
-        tablefmt="github",
         disable_numparse=True,
     )
 

@@ -222,7 +222,7 @@ def run_identity(name: str, res: dict, before: dict[str, str]) -> RunIdentity:
 
 def identity_table(runs: dict, names: list[str], before: dict[str, str]) -> str:
     """The "What each run is" table: one row per run name (its first collection's first seed)."""
-    from tabulate import tabulate
+    from harness.reports.markdown_table import markdown_table
 
     first: dict[str, dict] = {}
     for (_, name), res in sorted(runs.items()):
@@ -234,7 +234,7 @@ def identity_table(runs: dict, names: list[str], before: dict[str, str]) -> str:
             rows.append(
                 [i.run, i.backbone, i.parameters, i.origin, i.training_data, i.differs]
             )
-    table = tabulate(
+    table = markdown_table(
         rows,
         headers=[
             "run",
@@ -244,7 +244,6 @@ def identity_table(runs: dict, names: list[str], before: dict[str, str]) -> str:
             "training data",
             "differs from the paper",
         ],
-        tablefmt="github",
         disable_numparse=True,
     )
     note = ""

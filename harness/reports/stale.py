@@ -63,10 +63,9 @@ def stale_section(
 ) -> str:
     """A page section listing the stale runs (of one collection, or all) with their reason and Success@8.
     marks: run name -> the fixes its code predates (harness.reports.fixes), shown after the name."""
-    from tabulate import tabulate
-
     from harness.evaluation.metrics import mean_sd
     from harness.reports.fixes import footnotes, label
+    from harness.reports.markdown_table import markdown_table
 
     marks = marks or {}
     used: list = []
@@ -88,10 +87,9 @@ def stale_section(
         )
     if not rows:
         return ""
-    table = tabulate(
+    table = markdown_table(
         rows,
         headers=["run", "collection", "seeds", "S@8 (on the old data)", "why stale"],
-        tablefmt="github",
         disable_numparse=True,
     )
     return (

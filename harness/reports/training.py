@@ -51,9 +51,8 @@ def examples(log: dict) -> str:
 
 def training_table(logs: dict[str, dict], marks: dict[str, list] | None = None) -> str:
     """marks: run name -> fixes (harness.reports.fixes) its code predates, shown after the name."""
-    from tabulate import tabulate
-
     from harness.reports.fixes import label
+    from harness.reports.markdown_table import markdown_table
 
     rows = []
     for name, log in logs.items():
@@ -82,9 +81,9 @@ def training_table(logs: dict[str, dict], marks: dict[str, list] | None = None) 
                      f"{sum(e['epoch_seconds'] for e in epochs):.1f}",
                      f"{sum(rates) / len(rates):.0f}" if rates else "",
                      f"{losses[0]:.2f}" if losses else "", f"{losses[-1]:.2f}" if losses else ""])
-    return tabulate(rows, headers=["run", "system", "backbone", "recipe", "device", "GPUs", "trained on", "steps",
-                                   "train seconds", "docs/s (mean over epochs)", "first loss", "last loss"],
-                    tablefmt="github", disable_numparse=True)
+    return markdown_table(rows, headers=["run", "system", "backbone", "recipe", "device", "GPUs", "trained on", "steps",
+                                         "train seconds", "docs/s (mean over epochs)", "first loss", "last loss"],
+                          disable_numparse=True)
 
 
 def card_lines(logs: dict[str, dict]) -> str:
