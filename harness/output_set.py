@@ -182,7 +182,8 @@ def _roll_forward(target: Path, folder: Path, journal: Path, files: Sequence[str
 def _leftovers(target: Path) -> list[Path]:
     """The staging entries (not journals) in `target`, by name."""
     try:
-        return sorted(p for p in target.iterdir() if p.name.startswith(PREFIX) and not p.name.endswith(JOURNAL))
+        return sorted(p for p in target.iterdir() if p.name.startswith(PREFIX)
+                      and not p.name.endswith((JOURNAL, JOURNAL + ".tmp")))
     except (FileNotFoundError, NotADirectoryError):
         return []
 
@@ -246,6 +247,10 @@ def _recover_locked(target: Path) -> None:
             log.info("%s: finished an interrupted write of %d file(s)", target, len(plan[0]))
         else:
             shutil.rmtree(entry, ignore_errors=True)
+    for tmp in target.glob(f"{PREFIX}*{JOURNAL}.tmp"):  # a journal being written when its writer died
+        pid = _pid_of(tmp.name)
+        if pid is None or not _alive(pid) or pid == os.getpid():
+            tmp.unlink(missing_ok=True)
     for journal in target.glob(f"{PREFIX}*{JOURNAL}"):
         if not os.path.lexists(journal.with_name(journal.name[: -len(JOURNAL)])):
             pid = _pid_of(journal.name)

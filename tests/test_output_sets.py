@@ -93,13 +93,15 @@ def test_recover_rolls_a_committed_journal_forward(tmp_path):
 
 
 @hostile("kill -9 mid-write", "held")
-def test_recover_discards_an_uncommitted_staging_folder(tmp_path):
+def test_recover_discards_an_uncommitted_staging_folder(tmp_path, caplog):
     write_output_set(tmp_path, {"a.md": "old a"})
     staging = tmp_path / f"{PREFIX}999999999.dead"
     staging.mkdir()
     (staging / "a.md").write_text("half")
+    (tmp_path / f"{staging.name}.journal.tmp").write_text('{"files": [')  # killed while writing the journal
     recover(tmp_path)
     assert _state(tmp_path) == {"a.md": "old a"}
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(PREFIX)] and not caplog.records
 
 
 def _hostile_set(folder: Path, files: list[str], name: str = f"{PREFIX}999999999.x") -> Path:
