@@ -23,7 +23,7 @@ import pluggy
 
 from harness import hookspecs
 from harness.errors import HarnessError, UnknownNameError
-from harness.specs import CollectionSpec, SystemSpec
+from harness.specs import SUBMITTED, CollectionSpec, SystemSpec
 
 _log = logging.getLogger(__name__)
 
@@ -167,6 +167,9 @@ def load_registry(pm: pluggy.PluginManager | None = None, *, warn=None) -> Regis
                 continue
             dist = _distribution(pm, impl.plugin) if staged else ("", "")
             for spec in staged:
+                if kind == "system" and spec.name == SUBMITTED:
+                    raise HarnessError(f"plugin {label} registers the system {SUBMITTED!r}, a name reserved for "
+                                       "submitted rankings; block it with AA_HARNESS_BLOCK_PLUGINS")
                 if spec.name in table:
                     raise HarnessError(f"the {kind} {spec.name!r} is registered by both {owner[(kind, spec.name)]} "
                                        f"and {label}; block one with AA_HARNESS_BLOCK_PLUGINS")

@@ -8,6 +8,10 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+# The system name of results made from rankings a user submitted (`aa-harness submit`) rather than
+# by a registered system: reserved, so no plugin can register it and pass its runs off as submissions.
+SUBMITTED = "submitted"
+
 
 def load_object(ref: str) -> Any:
     """Import "package.module:attr"."""

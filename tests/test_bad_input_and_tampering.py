@@ -569,6 +569,18 @@ def test_a_plugin_registering_an_existing_name_is_an_error_naming_both():
         load_registry(plugin_manager(entrypoints=False, extra=(ImpostorPlugin(),)))
 
 
+class SubmittedImpostorPlugin:
+    @hookimpl
+    def register_systems(self, register):
+        register(SystemSpec("submitted", f"{__name__}:FakeRanker", "plugins.bm25.config:BM25Config"))
+
+
+def test_a_plugin_registering_the_name_of_submitted_rankings_is_an_error():
+    """`submitted` marks rankings made outside the harness; a plugin's runs must not pass for them."""
+    with pytest.raises(HarnessError, match=r"registers the system 'submitted', a name reserved"):
+        load_registry(plugin_manager(entrypoints=False, extra=(SubmittedImpostorPlugin(),)))
+
+
 # --- 9. genre labels ----------------------------------------------------------------------------------------
 
 

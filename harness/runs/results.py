@@ -10,7 +10,9 @@ Result schema (version 1):
   first_needle_rank {queryID: rank or null}, n_queries, n_ranked, n_candidates,
   provenance {packages, git_commit, device, platform, wall_seconds, finished_at}, extra {},
   rankings_sha256 (sha256 of the rankings file's bytes; results written before it was added
-  lack it and are checked by recomputing their metrics alone).
+  lack it and are checked by recomputing their metrics alone); submitted rankings (system
+  `submitted`, config {}) also have submission {format, file, file_sha256, tag, submitter,
+  description}.
 
 A result is trusted only after harness.runs.verified has checked it against its rankings
 file and its split manifest; result_sha256 (results written since it was added) seals the rest.
@@ -26,6 +28,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from harness.data.jsonl import iter_jsonl
 from harness.errors import DataError, HarnessError
+from harness.specs import SUBMITTED
 
 SCHEMA_VERSION = 1
 SEAL = "result_sha256"  # see seal(); results written before it have none and are verified by recomputation
@@ -110,7 +113,26 @@ def read_result(path: Path) -> dict[str, Any]:
         raise DataError(f"{path}: ci95 must map each metric to [low, high]")
     if not isinstance(obj["provenance"], dict) or not isinstance(obj.get("extra", {}), dict):
         raise DataError(f"{path}: provenance and extra must be JSON objects")
+    check_submission_fields(path, obj)
     return obj
+
+
+def check_submission_fields(path: Path, obj: Mapping[str, Any]) -> None:
+    """Submitted rankings (harness.runs.submission) carry system `submitted`, an empty config (no code ran
+    here) and a `submission` object of strings; no other result carries a `submission` field."""
+    submitted = obj["system"] == SUBMITTED
+    if submitted != ("submission" in obj):
+        raise DataError(f"{path}: " + ("system 'submitted' needs a submission field" if submitted
+                                       else f"system {obj['system']!r} with a submission field (only submitted "
+                                            "rankings have one)"))
+    if not submitted:
+        return
+    sub = obj["submission"]
+    if not isinstance(sub, dict) or not all(isinstance(v, str) for v in sub.values()):
+        raise DataError(f"{path}: submission must be a JSON object of strings (format, file, file_sha256, tag, "
+                        "submitter, description)")
+    if obj["config"]:
+        raise DataError(f"{path}: submitted rankings have an empty config, got key {sorted(obj['config'])[0]!r}")
 
 
 def _rankings_bytes(rankings: Mapping[str, list[tuple[str, float]]]) -> bytes:
