@@ -264,6 +264,17 @@ def cmd_rerank(args) -> int:
     return 0
 
 
+def cmd_submit(args) -> int:
+    from harness.runs.submission import Submission, submit
+
+    sub = Submission(file=args.file, collection=args.collection, seed=args.seed, name=args.name, format=args.format,
+                     description=args.description, submitter=args.submitter, depth=args.depth,
+                     overwrite=args.overwrite, runs_dir=args.runs_dir, splits_dir=args.splits_dir,
+                     data_dir=args.data_dir)
+    submit(_registry(), sub)
+    return 0
+
+
 def cmd_train(args) -> int:
     from harness.config import parse_set_args
     from harness.runs.train_job import train_job
@@ -541,6 +552,27 @@ def _add_rerank_parser(sub) -> None:
     sp.set_defaults(fn=cmd_rerank)
 
 
+def _add_submit_parser(sub) -> None:
+    sp = sub.add_parser("submit", help="score rankings made elsewhere (a TREC run or a rankings file) on one split "
+                                       "and record them as a run")
+    sp.add_argument("file", type=Path, metavar="FILE",
+                    help="the rankings: a TREC run (`qid Q0 docid rank score tag`, one tag) or, with --format "
+                         "rankings, the harness's rankings JSONL(.gz)")
+    sp.add_argument("--collection", required=True, help="the collection whose split was ranked")
+    sp.add_argument("--seed", type=int, required=True, help="the split seed that was ranked")
+    sp.add_argument("--name", required=True, help="run name; the result goes to <runs-dir>/<collection>/<name>/")
+    sp.add_argument("--format", choices=["trec", "rankings"], default="trec", help="the file's format (default trec)")
+    sp.add_argument("--description", default="", help="what made these rankings, recorded with the result")
+    sp.add_argument("--submitter", default="", help="who submitted them, recorded with the result")
+    sp.add_argument("--depth", type=int, default=100,
+                    help="ranks kept per query (default 100); deeper ones are cut after the tie rule")
+    sp.add_argument("--overwrite", action="store_true", help="replace this seed's result if the run has one")
+    _add_runs_dir(sp)
+    _add_splits_dir(sp)
+    _add_data_dir(sp)
+    sp.set_defaults(fn=cmd_submit)
+
+
 def _add_train_parser(sub) -> None:
     sp = sub.add_parser("train", help="train a system on canonical JSONL training data")
     sp.add_argument("system", metavar="SYSTEM", help="a trainable system (`aa-harness systems NAME` says)")
@@ -631,17 +663,22 @@ def _add_leaderboard_parser(sub) -> None:
 
 
 def _add_export_parser(sub) -> None:
-    sp = sub.add_parser("export", help="write the leaderboard tables and per-query ranks as CSV or JSON")
+    sp = sub.add_parser("export", help="write the leaderboard tables and per-query ranks as CSV or JSON, or the runs "
+                                       "and qrels as TREC files")
     _add_runs_dir(sp, "results to read")
     sp.add_argument("--out", type=Path, default=None,
-                    help="folder for leaderboard.*, per-seed.* and per-query.* (default: <home>/export)")
-    sp.add_argument("--format", choices=["csv", "json"], default="csv", help="file format (default csv)")
+                    help="folder for leaderboard.*, per-seed.* and per-query.*, or with --format trec for "
+                         "trec/<collection>/runs/<run>/seed-<S>.run and trec/<collection>/qrels/seed-<S>.qrels "
+                         "(default: <home>/export)")
+    sp.add_argument("--format", choices=["csv", "json", "trec"], default="csv",
+                    help="file format (default csv); trec: a TREC run per run and seed, a qrels per collection and seed")
     sp.set_defaults(fn=cmd_export)
 
 
 VERBS = (_add_systems_parser, _add_collections_parser, _add_where_parser, _add_split_parser, _add_compare_parser,
-         _add_topic_share_parser, _add_topics_parser, _add_run_parser, _add_rerank_parser, _add_train_parser,
-         _add_curate_parser, _add_reproduce_parser, _add_models_parser, _add_stage_parser, _add_leaderboard_parser, _add_export_parser)
+         _add_topic_share_parser, _add_topics_parser, _add_run_parser, _add_rerank_parser, _add_submit_parser,
+         _add_train_parser, _add_curate_parser, _add_reproduce_parser, _add_models_parser, _add_stage_parser,
+         _add_leaderboard_parser, _add_export_parser)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -287,6 +287,44 @@ def test_run_recomputes_a_seed_whose_result_does_not_verify(runs, capsys):
     assert load(path)["metrics"]["success@8"] == good
 
 
+def _submitted(runs: Path, capsys) -> Path:
+    """bm25's seed-0 rankings submitted back as the run `mine` (system `submitted`)."""
+    from harness.runs.results import rankings_path
+
+    rc, _, err = run_cli(capsys, "submit", rankings_path(_result(runs)), "--format", "rankings", "--collection", "demo",
+                         "--seed", 0, "--name", "mine", "--submitter", "A. Person", "--runs-dir", runs,
+                         "--splits-dir", SPLITS)
+    assert rc == 0, err
+    return _result(runs, "mine")
+
+
+# Submitted rankings are read by the same reader: recomputed like any result, their metadata sealed.
+SUBMITTED_EDITS = {
+    "metrics, resealed": (lambda o: o["metrics"].update({"success@8": 0.5}), True, "differ"),
+    "submitter, not resealed": (lambda o: o["submission"].update({"submitter": "Someone Else"}), False, SEAL),
+    "a config key, resealed": (lambda o: o["config"].update({"k1": 0.1}), True, "empty config"),
+    "submission dropped, resealed": (lambda o: o.pop("submission"), True, "needs a submission"),
+    "another system, resealed": (lambda o: o.update(system="bm25"), True, "submission field"),
+}
+
+
+@hostile("tampered result, resealed", "clear error")
+@pytest.mark.parametrize("case", sorted(SUBMITTED_EDITS))
+def test_submitted_rankings_are_verified_like_any_result(runs, tmp_path, capsys, case):
+    from harness.runs.verified import verified_results
+
+    path = _submitted(runs, capsys)
+    assert [r["system"] for _, r in verified_results(runs, SPLITS)[("demo", "mine")]] == ["submitted"]
+    edit, reseal, words = SUBMITTED_EDITS[case]
+    obj = load(path)
+    edit(obj)
+    save(path, obj, reseal=reseal)
+    out = tmp_path / "out"
+    line = one_line_error(*run_cli(capsys, *_verbs(runs, out)["leaderboard"])[::2])
+    assert "mine" in line and words in line, line
+    assert not out.exists()
+
+
 def test_new_results_are_sealed_and_verify(runs):
     from harness.runs.results import seal
     from harness.runs.verified import verified_results

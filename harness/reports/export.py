@@ -7,6 +7,8 @@
 - per-seed: one row per result file: the metrics and their 95% bootstrap interval;
 - per-query: one row per (collection, run, seed, query): the rank of its first needle (empty:
   not in the top `depth`).
+
+`--format trec` writes the runs and the qrels as TREC files instead (harness.reports.trec_export).
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from harness.evaluation.metrics import HEADLINE, mean_sd
 from harness.output_set import write_output_set
 from harness.reports.leaderboard import load_runs, plugin_version, run_order
 
-FORMATS = ("csv", "json")
+FORMATS = ("csv", "json", "trec")
 
 
 def _num(x: float) -> float | None:
@@ -77,9 +79,14 @@ def _csv(rows: list[dict]) -> str:
 
 
 def export_tables(runs_dir: Path, out_dir: Path, fmt: str = "csv") -> list[Path]:
-    """Write leaderboard, per-seed and per-query tables as `fmt` into out_dir; returns the paths."""
+    """Write leaderboard, per-seed and per-query tables as `fmt` (csv, json) into out_dir, or the TREC
+    runs and qrels (trec); returns the paths."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+    if fmt == "trec":
+        from harness.reports.trec_export import export_trec
+
+        return export_trec(runs_dir, out_dir)
     runs = load_runs(Path(runs_dir))  # verified; a missing runs folder is an error
     if not runs:
         raise DataError(f"{runs_dir}: no results to export (is it the runs folder? --runs-dir)")
