@@ -101,3 +101,18 @@ def test_the_table_renderer_escapes_text_and_keeps_harness_markdown():
     head, _, row = table.splitlines()
     assert _cells(head) == ["run &lt;b&gt;", "c", "n", "vs best"]
     assert _cells(row) == [r"a\|b\\", "x y", "3", "+1.0 p<0.001"]
+
+
+def test_the_leaderboard_lists_submitted_rankings_marked_as_submitted(tmp_path, capsys):
+    runs, out = tmp_path / "runs", tmp_path / "board"
+    assert main(["run", "bm25", "--collection", "demo", "--seeds", "0", "--runs-dir", str(runs), "--no-progress"]) == 0
+    rankings = runs / "demo" / "bm25" / "seed-0.rankings.jsonl.gz"
+    assert main(["submit", str(rankings), "--format", "rankings", "--collection", "demo", "--seed", "0", "--name",
+                 "mine", "--submitter", "A. Person", "--description", "bm25 | again", "--runs-dir", str(runs)]) == 0
+    capsys.readouterr()
+    assert main(["leaderboard", "--runs-dir", str(runs), "--out", str(out), "--no-plots"]) == 0
+    page = (out / "main.md").read_text()
+    assert "| mine (submitted) " in page and "| bm25 " in page and "bm25 (submitted)" not in page
+    assert "| submitted " in page  # the runs table's system column
+    assert "submitted rankings by A. Person: bm25 / again" in page  # what each run is; no table-breaking |
+    assert "| mine (submitted) " in (out / "collections" / "demo.md").read_text()

@@ -34,6 +34,13 @@ def load_runs(runs_dir: Path, splits_dir: Path | None = None, *, stale: bool = F
     return {k: [res for _, res in v] for k, v in found.items()}
 
 
+def shown_name(name: str, results: list[dict]) -> str:
+    """A run's name as the tables show it: submitted rankings (harness.runs.submission) are marked."""
+    from harness.specs import SUBMITTED
+
+    return f"{name} (submitted)" if results and results[0]["system"] == SUBMITTED else name
+
+
 def run_order(runs: Runs) -> list[str]:
     """Run names grouped by system (so a trained model sits beside its untrained backbone)."""
     system = {n: res[0]["system"] for (_, n), res in runs.items()}

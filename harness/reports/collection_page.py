@@ -16,6 +16,7 @@ import numpy as np
 from harness.evaluation.metrics import HEADLINE, mean_sd, pooled_metric
 from harness.evaluation.significance import TEST_NAME
 from harness.reports.markdown_table import Markdown
+from harness.reports.board import shown_name
 from harness.reports.rule_views import rule_views_section
 from harness.reports.significance import ALPHA, compare_results, needed_authors
 
@@ -75,7 +76,7 @@ def collection_page(collection: str, runs: dict, names: list[str], splits_dir: P
             c = compare(collection, n, base)["success@8"]
             vs_base = _diff(c)
             marks += "†" if c.p_value < ALPHA else ""
-        rows.append([f"{n} {marks}".strip(), " ".join(str(r["seed"]) for r in res),
+        rows.append([f"{shown_name(n, res)} {marks}".strip(), " ".join(str(r["seed"]) for r in res),
                      *[_cell([r["metrics"][m] for r in res]) for m in HEADLINE], f"{100 * pooled[n]:.1f}",
                      vs_best or "(best)", vs_base or ("(baseline)" if n == base else "")])
     table = markdown_table(rows, headers=["run", "seeds", "S@8", "S@100", "MRR@20", "S@8 pooled",

@@ -22,6 +22,7 @@ from harness.reports.board import (
     load_board,
     load_runs,
     run_order,
+    shown_name,
 )
 from harness.reports.fixes import footnotes, label
 from harness.reports.reported import render_reported
@@ -64,7 +65,8 @@ def main_table(runs, marks: dict | None = None) -> str:
     headers = ["system"] + [f"{c} {SHORT[m]}" for c in collections for m in HEADLINE]
     rows = []
     for name in names:
-        row = [label(name, (marks or {}).get(name, []))]
+        shown = shown_name(name, next(v for (_, n), v in runs.items() if n == name))
+        row = [label(shown, (marks or {}).get(name, []))]
         for c in collections:
             res = runs.get((c, name))
             row += [_cell([r["metrics"][m] for r in res], n_seeds[c]) if res else "" for m in HEADLINE]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.reports.reported import PAPER_RECIPES
+from harness.specs import SUBMITTED
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,18 @@ class RunIdentity:
     differs: str
 
 
+def submitted_by(res: dict) -> str:
+    """Who submitted the rankings and what made them, as the submission recorded it (table-safe)."""
+    sub = res.get("submission") or {}
+    text = "submitted rankings" + (f" by {sub['submitter']}" if sub.get("submitter") else "")
+    text += f": {sub['description']}" if sub.get("description") else ""
+    text = text.replace("|", "/")
+    return text if len(text) <= 160 else text[:159] + "…"
+
+
 def run_identity(name: str, res: dict, before: dict[str, str]) -> RunIdentity:
+    if res.get("system") == SUBMITTED:  # no code ran here: the submission says what it is
+        return RunIdentity(name, "—", "—", submitted_by(res), "—", "not in the paper")
     if res.get("system") in NO_MODEL:
         origin = "no model"
     elif res.get("config", {}).get("first_stage"):
