@@ -17,7 +17,8 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 FILES = ["test_results_verification.py", "test_manifest_verification.py", "test_plugin_containment.py",
-         "test_output_sets.py", "test_one_line_errors.py", "test_model_cards.py", "test_embedding_cache.py"]
+         "test_output_sets.py", "test_one_line_errors.py", "test_model_cards.py", "test_embedding_cache.py",
+         "test_trec_format.py"]
 
 
 class Tally:
