@@ -15,8 +15,8 @@ import numpy as np
 
 from harness.evaluation.metrics import HEADLINE, mean_sd, pooled_metric
 from harness.evaluation.significance import TEST_NAME
-from harness.reports.markdown_table import Markdown
 from harness.reports.board import shown_name
+from harness.reports.markdown_table import Markdown
 from harness.reports.rule_views import rule_views_section
 from harness.reports.significance import ALPHA, compare_results, needed_authors
 
