@@ -31,6 +31,7 @@ AccountingStorageType=accounting_storage/none
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=2048
 ReturnToService=2
 MpiDefault=none
 NodeName=$host CPUs=$(nproc) RealMemory=$mem State=UNKNOWN
