@@ -159,7 +159,7 @@ def test_reproduce_runs_what_is_not_done_then_nothing(tmp_path, capsys):
     assert "3 of 3 steps to run" in out
     assert (runs / "demo" / "bm25" / "seed-0.json").is_file() and (runs / "leaderboard" / "main.md").is_file()
     assert main(["reproduce", str(path), "--runs-dir", str(runs)]) == 0
-    assert "nothing to do, all 3 steps are done" in capsys.readouterr().out
+    assert "nothing to do, all 3 steps are done or not needed" in capsys.readouterr().out
     # a result made with another config is not this step's: the step is to run again (and refuses to mix)
     res = runs / "demo" / "bm25" / "seed-0.json"
     path.write_text(path.read_text().replace('system = "bm25"\n', 'system = "bm25"\nset = { k1 = 0.9 }\n'))
@@ -214,7 +214,7 @@ def test_smoke_experiment_end_to_end(tmp_path, executor, capsys, monkeypatch):
     cards = sorted((tmp_path / "store" / "models").glob("*/model/aa_model.json"))
     assert len(cards) == 3 and all(model_id(json.loads(c.read_text())) == c.parent.parent.name for c in cards)
     assert main(argv) == 0
-    assert "nothing to do, all 9 steps are done" in capsys.readouterr().out
+    assert "nothing to do, all 9 steps are done or not needed" in capsys.readouterr().out
     assert main(["models"]) == 0
     listed = capsys.readouterr().out
     assert all(c.parent.parent.name in listed for c in cards)
@@ -264,3 +264,17 @@ collections = ["demo"]
         assert (there / "models" / "tiny-enc" / f).read_bytes() == (model / f).read_bytes()
     chunks[0].write_bytes(b"x" + chunks[0].read_bytes()[1:])
     assert "sha256 differs" in _one_line_error(capsys, ["stage", "unpack", str(out), "--dest", str(there)])
+
+
+def test_the_committed_record_is_done_for_what_it_holds(capsys):
+    """Table 1's dry run on the committed runs: the mpnet rows trained on the decontaminated pool are
+    current (their cards give the ids the experiment's train steps will have), so those trainings are
+    not needed; a fresh clone has no model and no curated data to show for it."""
+    assert main(["reproduce", str(EXPERIMENTS / "table1-public.toml"), "--dry-run",
+                 "--runs-dir", str(ROOT / "leaderboards" / "runs")]) == 0
+    rows = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in capsys.readouterr().out.splitlines()
+            if line.startswith("| ") and not line.startswith("| step")}
+    for run in ("run.bm25", "run.char-ngram", "run.sbert", "run.mpnet-untrained", "run.sadiri-mpnet", "run.luar-mpnet",
+                "run.qwen2.5-0.5b-untrained", "run.qwen2.5-1.5b-untrained"):
+        assert rows[run] == "done", (run, rows[run])
+    assert rows["train.sadiri-mpnet"] == rows["train.luar-mpnet"] == "not needed"

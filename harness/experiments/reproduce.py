@@ -53,6 +53,13 @@ def load(path: str | Path, registry) -> Experiment:
     return exp
 
 
+def outputs(exp: Experiment) -> list[str]:
+    """What an experiment is for: its results and pages, and any step nothing else needs; curation
+    and training are done for them, so a model whose results are all current need not be trained."""
+    used = {d for s in exp.steps.values() for d in dependencies(exp, s)}
+    return [a for a, s in exp.steps.items() if s.kind in ("run", "rerank", "leaderboard") or a not in used]
+
+
 def needed(plan: Plan, targets: Sequence[str], explicit: bool) -> tuple[list[str], dict[str, Status]]:
     """The steps to run for `targets` (those not done, and what they need that is not done), in
     graph order; with `explicit` (--only) exactly the targets, their inputs must be done."""
@@ -93,21 +100,22 @@ def reproduce(registry, path: str | Path, opts: Options, out=print) -> int:
     for name in exp.data:  # every file present and of the sha256 declared, before any work
         if not opts.dry_run:
             plan.data_path(name)
-    targets = select(exp, list(opts.only) or None)
+    targets = select(exp, list(opts.only) or None) if opts.only else outputs(exp)
     todo, status = needed(plan, targets, explicit=bool(opts.only))
     if opts.dry_run:
         return _print_plan(plan, targets, todo, status, out)
+    scope = len(targets) if opts.only else len(exp.steps)
     if not todo:
-        out(f"{exp.name}: nothing to do, all {len(targets)} steps are done ({runs_dir})")
+        out(f"{exp.name}: nothing to do, all {scope} steps are done or not needed ({runs_dir})")
         return 0
     if opts.only:
         for a in todo:
-            missing = [d for d in dependencies(exp, exp.steps[a]) if not plan.status(d).done]
+            missing = [d for d in dependencies(exp, exp.steps[a]) if d not in todo and not plan.status(d).done]
             if missing:
                 raise ExperimentError(f"{exp.path}: [{a}] needs {', '.join(missing)}, not done yet (run without --only)")
     for name in sorted({str(exp.steps[a].backbone) for a in todo if exp.steps[a].backbone}):
         plan.check_backbone(name)
-    out(f"{exp.name}: {len(todo)} of {len(targets)} steps to run: {', '.join(todo)}")
+    out(f"{exp.name}: {len(todo)} of {scope} steps to run: {', '.join(todo)}")
     deps = {a: [d for d in dependencies(exp, exp.steps[a]) if d in todo] for a in todo}
 
     def report(address: str, seconds: float) -> None:
@@ -132,11 +140,13 @@ def _print_plan(plan: Plan, targets: Sequence[str], todo: Sequence[str], status:
     projection = Projection(exp)
     rows = []
     for a in order(exp):
-        if a not in targets and a not in todo:
-            continue
+        if a not in targets and a not in todo and plan.exp.steps[a].kind not in ("curate", "train"):
+            continue  # --only: the rest of the file is not asked about
         st = status.get(a) or plan.status(a)
         minutes = projection.minutes(exp.steps[a], plan) if a in todo else None
-        rows.append([a, "done" if st.done else ("to run" if a in todo else "not needed"), st.why,
+        state = "done" if st.done else ("to run" if a in todo else "not needed")
+        why = st.why if st.done or a in todo else f"{st.why}; what it is for is current"
+        rows.append([a, state, why,
                      "—" if minutes is None else minutes])
     out(tabulate(rows, headers=["step", "state", "why", "projected GPU-minutes"], tablefmt="github"))
     total = [projection.minutes(exp.steps[a], plan) for a in todo]
