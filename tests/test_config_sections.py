@@ -23,7 +23,7 @@ def test_sections_split_the_flat_config_by_purpose():
     assert merged == config_dict(cfg)  # the recorded config keeps its flat shape
     assert set(config_sections(RerankerConfig())["inference"]) == {"score_max_tokens", "prefix_reuse"}
     assert {"micro_batch", "fast_training"} <= set(config_sections(RerankerConfig())["training run"])
-    assert RerankerConfig().fast_training is False and RetrieverConfig().fast_training is False
+    assert RerankerConfig().fast_training is True and RetrieverConfig().fast_training is True  # the fused steps by default
 
 
 def test_one_lora_spec_serves_both_sadiri_v2_systems():

@@ -290,20 +290,33 @@ def test_checkpointed_fast_training_step_on_the_gpu_attention_path(tiny_qwen3_di
     assert float((g - h).norm() / g.norm()) < 1e-5
 
 
-def test_fast_training_refuses_ddp(tiny_qwen3_dir, tmp_path, monkeypatch):
-    """Under torchrun the trainer says so before any work; the hook refuses a DDP-wrapped model."""
+def test_fast_training_takes_the_plain_path_where_the_fused_step_cannot_run(caplog):
+    """The fused steps bypass DDP's gradient sync and know only the Llama family: under DDP, or
+    on another backbone, the hooks hand the batch to the plain path and say so once; without a
+    plain path to hand it to, they refuse."""
+    from types import SimpleNamespace
+
     from torch.nn.parallel import DistributedDataParallel
 
     from harness.errors import HarnessError
+    from harness.neural.fast.lora_train import fused_embed_batch
     from harness.neural.fast.prefix_train import shared_prefix_score_groups
-    from plugins.sadiri_v2.reranker_training import train
 
-    with pytest.raises(HarnessError, match="one process"):
-        shared_prefix_score_groups()(object.__new__(DistributedDataParallel), None, [], torch.device("cpu"))
-    monkeypatch.setenv("WORLD_SIZE", "2")
-    with pytest.raises(HarnessError, match="drop --set fast_training=true under torchrun"):
-        train(_config(tiny_qwen3_dir, fast_training=True), _docs(), tmp_path / "ddp", log=lambda *_: None)
-    assert not (tmp_path / "ddp").exists()
+    ddp = object.__new__(DistributedDataParallel)
+    bert = SimpleNamespace(backbone=torch.nn.Linear(2, 2))  # no decoder config: not a fused family
+    with pytest.raises(HarnessError, match="DDP"):
+        shared_prefix_score_groups()(ddp, bert, [], torch.device("cpu"))
+    with pytest.raises(HarnessError, match="no fused training path"):
+        fused_embed_batch()(None, bert, [], torch.device("cpu"))
+    seen = []
+    plain = lambda wrapped, model, rows, device: seen.append((wrapped, len(rows))) or "plain"  # noqa: E731
+    with caplog.at_level("INFO"):
+        assert shared_prefix_score_groups(fallback=plain)(ddp, bert, [1, 2], torch.device("cpu")) == "plain"
+        hook = fused_embed_batch(fallback=plain)
+        assert hook(None, bert, [1], torch.device("cpu")) == hook(None, bert, [1, 2, 3], torch.device("cpu")) == "plain"
+    assert [n for _, n in seen] == [2, 1, 3]
+    notes = [r.getMessage() for r in caplog.records if "plain Hugging Face forward" in r.getMessage()]
+    assert len(notes) == 2  # once per hook and model, not once per batch
 
 
 @pytest.mark.slow

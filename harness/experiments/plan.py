@@ -204,10 +204,12 @@ class Plan:
         return step.name
 
     def expected_config(self, step: Step) -> dict[str, Any]:
-        """The config a done result of this step records, less the trained model's address."""
-        from harness.config import config_dict
+        """The config a done result of this step records, less the trained model's address and
+        how a training runs (settings that never change a ranking)."""
+        from harness.config import config_dict, field_purposes
 
-        cfg = config_dict(self.config(step))
+        config = self.config(step)
+        cfg = {k: v for k, v in config_dict(config).items() if field_purposes(type(config)).get(k) != "training run"}
         if step.model:
             cfg.pop("model", None)
         if step.kind == "rerank":
@@ -219,7 +221,10 @@ class Plan:
         from harness.runs.models import model_id
         from harness.runs.results import read_result, result_path
 
+        from harness.config import field_purposes
+
         want = self.expected_config(step)
+        training_run = {k for k, p in field_purposes(type(self.config(step))).items() if p == "training run"}
         want_model = self.model_id(self.exp.steps[step.model]) if step.model else None
         if step.model and want_model is None:
             return Status(False, f"its model ({step.model}) is not trained yet")
@@ -234,7 +239,8 @@ class Plan:
                 if res is None or res.get("system") != step.system:
                     missing.append(f"{collection} seed {seed}")
                     continue
-                got = {k: v for k, v in res.get("config", {}).items() if k != "first_stage_rankings_sha256"}
+                got = {k: v for k, v in res.get("config", {}).items()
+                       if k != "first_stage_rankings_sha256" and k not in training_run}
                 if step.model:
                     got.pop("model", None)
                     card = (res.get("extra") or {}).get("model_card") or {}

@@ -80,11 +80,12 @@ class RetrieverRecipe(ContrastiveRecipe):
 class RetrieverTrainingRun(Section):
     """fast_training: train through the speed layer's fused, packed LoRA step
     (harness.neural.fast.lora_train) instead of the Hugging Face forward: the same loss and
-    gradients (tested in fp32), one process only. Off by default until it is measured in a
-    training run, not only in `aa-harness bench train`."""
+    gradients (tested in fp32; LoRA dropout draws its own masks). Where it cannot run (under
+    torchrun, or a backbone outside the Llama/Mistral/Qwen2/Qwen3 families) the training says so
+    and takes the plain path; false always takes the plain path."""
 
     purpose: ClassVar[str] = "training run"
-    fast_training: bool = False
+    fast_training: bool = True
 
 
 @dataclass(frozen=True)
@@ -178,11 +179,12 @@ class RerankerTrainingRun(Section):
     the pair) run once and every candidate (candidate EOS) attends to their keys and values, in one
     packed forward through the fused LoRA layers; at 512 + 512 tokens and m = 12, 1.86x fewer
     tokens. The same scores, loss and gradients (tested in fp32; LoRA dropout draws its own masks),
-    one process only, uncompiled. Off by default until it is measured in a training run, not only
-    in `aa-harness bench train reranker`."""
+    uncompiled. Where it cannot run (under torchrun, or a backbone outside the Llama/Mistral/Qwen2/
+    Qwen3 families) the training says so and takes the plain path; false always takes the plain
+    path."""
 
     purpose: ClassVar[str] = "training run"
-    fast_training: bool = False
+    fast_training: bool = True
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,6 @@ the query's and the positive's SBERT neighbourhoods and at random (the paper's F
 from __future__ import annotations
 
 import logging
-import os
 import random
 import time
 from pathlib import Path
@@ -142,21 +141,18 @@ def train(config: RerankerConfig, documents: Sequence[Document], out_dir: Path, 
     """Eq. 2 with tau = 1 over 1 + m candidates per query, on the one training loop (DDP,
     gradient accumulation, N-step checkpoints and resume). Seeds, then builds the model.
 
-    `fast_training` scores through the shared-prefix step (one process); an explicit
+    `fast_training` scores through the shared-prefix step where it can run (one process, the
+    fused decoder's families; else the concatenated pairs, said in the log); an explicit
     `embed_batch` hook keeps the concatenated pairs and wins over it, as for the retriever."""
     from harness.config import config_sections
     from harness.neural.training import train_loop
 
-    score_groups = None
-    if embed_batch is None and config.fast_training:
+    torch.manual_seed(config.seed)
+    task = QueryNegatives(documents, config, embed_batch)
+    if embed_batch is None and config.fast_training:  # the shared-prefix step, else (DDP, other families) pairs
         from harness.neural.fast.prefix_train import shared_prefix_score_groups
 
-        if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # before any work; the hook refuses DDP too
-            raise HarnessError("fast_training runs on one process (the shared-prefix step bypasses DDP's gradient "
-                               "sync); drop --set fast_training=true under torchrun")
-        score_groups = shared_prefix_score_groups(checkpoint=config.grad_checkpointing)
-    torch.manual_seed(config.seed)
-    task = QueryNegatives(documents, config, embed_batch, score_groups)
+        task.score_groups = shared_prefix_score_groups(checkpoint=config.grad_checkpointing, fallback=task.score_pairs)
     model = new_for_training(config)
     log(f"reranker: {task.size()} queries x (1 + {config.negatives}) candidates, strategy {config.strategy}, "
         f"negatives {config.negative_sampling}")

@@ -153,9 +153,10 @@ class RetrieverSystem(EncoderSystem):
 
 
 def train(config: RetrieverConfig, documents, out_dir: Path, embed_batch=None) -> Path:
-    if embed_batch is None and config.fast_training:
+    if embed_batch is None and config.fast_training:  # the fused step, else (DDP, other families) the plain one
         from harness.neural.fast.lora_train import fused_embed_batch
+        from harness.neural.training import default_embed_batch
 
-        embed_batch = fused_embed_batch(checkpoint=config.grad_checkpointing)
+        embed_batch = fused_embed_batch(checkpoint=config.grad_checkpointing, fallback=default_embed_batch)
     return train_system(lambda: new_for_training(config, documents), config, documents, out_dir, save,
                         embed_batch=embed_batch)

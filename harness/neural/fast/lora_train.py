@@ -20,6 +20,7 @@ Tests compare the loss and every LoRA gradient with PEFT's forward in fp32.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Callable, NamedTuple, Sequence
 
@@ -38,6 +39,8 @@ from harness.neural.fast.fused_decoder import (
 
 _ADAPTER = "default"
 
+
+_log = logging.getLogger(__name__)
 
 class _Lora(NamedTuple):
     """The LoRA of one fused product: As [r_i, in] and Bs [out_i, r_i] per target, scaling per target.
@@ -233,23 +236,38 @@ def training_compile(model: torch.nn.Module, compile: bool | None) -> bool:
     return next(model.parameters()).device.type == "cuda" and params > COMPILE_ABOVE
 
 
-def fused_embed_batch(*, checkpoint: bool = False, compile: bool | None = None):
+def fused_embed_batch(*, checkpoint: bool = False, compile: bool | None = None, fallback=None):
     """An `embed_batch` hook for harness.neural.training: a LLM bi-encoder's training forward
     through a LoraFusedDecoder (its rows in one pack, LoRA inside the fused products), pooled
     and finished (projected) as the model does. One process only: the hook calls the model's
     layers directly, bypassing the DDP wrapper whose forward arms the gradient all-reduce.
-    compile: see `training_compile` (None: on CUDA above 2B parameters)."""
+    compile: see `training_compile` (None: on CUDA above 2B parameters).
+
+    fallback: the plain `embed_batch` to use where the fused step cannot run (under DDP, or a
+    backbone the fused decoder does not support), said once in the log; without it, an error."""
     from harness.errors import HarnessError
 
-    decoders: dict[int, LoraFusedDecoder] = {}
+    decoders: dict[int, LoraFusedDecoder | None] = {}
 
     def embed_batch(wrapped, model, features, device):
-        if isinstance(wrapped, torch.nn.parallel.DistributedDataParallel):
-            raise HarnessError("fast_training runs on one process (it bypasses DDP's gradient sync); "
-                               "drop --set fast_training=true under torchrun")
+        ddp = isinstance(wrapped, torch.nn.parallel.DistributedDataParallel)
         if id(model) not in decoders:
-            decoders[id(model)] = LoraFusedDecoder(model.backbone, compile=training_compile(model.backbone, compile),
-                                                   checkpoint=checkpoint)
-        return embed_for_training(decoders[id(model)], features, device, pooling=model.pooling, finish=model.finish)
+            why = "it bypasses DDP's gradient sync" if ddp else None
+            if why is None:
+                try:
+                    decoders[id(model)] = LoraFusedDecoder(model.backbone,
+                                                           compile=training_compile(model.backbone, compile),
+                                                           checkpoint=checkpoint)
+                except ValueError as e:
+                    why = str(e)
+            if why is not None:
+                if fallback is None:
+                    raise HarnessError(f"fast_training: {why}; drop --set fast_training=true")
+                _log.info(f"training through the plain Hugging Face forward: the fused step cannot run ({why})")
+                decoders[id(model)] = None
+        decoder = decoders[id(model)]
+        if decoder is None:
+            return fallback(wrapped, model, features, device)
+        return embed_for_training(decoder, features, device, pooling=model.pooling, finish=model.finish)
 
     return embed_batch

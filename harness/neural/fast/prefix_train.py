@@ -20,6 +20,7 @@ that same hook and loss.
 """
 from __future__ import annotations
 
+import logging
 from typing import Callable, Sequence
 
 import numpy as np
@@ -28,6 +29,7 @@ import torch
 from harness.neural.fast.fused_decoder import to_device
 from harness.neural.fast.lora_train import Attend, LoraFusedDecoder, training_compile
 
+_log = logging.getLogger(__name__)
 
 def shared_prefix_layout(groups: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]], device: torch.device):
     """(ids [T], positions [T], Attend, index of each candidate's last token) for groups of
@@ -86,7 +88,7 @@ def reranker_loss(decoder: LoraFusedDecoder, head: Callable[[torch.Tensor], torc
     return candidates_loss(shared_prefix_scores(decoder, head, groups, device), tau) / len(groups)
 
 
-def shared_prefix_score_groups(*, checkpoint: bool = False, compile: bool | None = None):
+def shared_prefix_score_groups(*, checkpoint: bool = False, compile: bool | None = None, fallback=None):
     """A `score_groups` hook for the reranker's training task (`QueryNegatives`, with
     `fast_training`): score_groups(wrapped, model, groups, device) -> one tensor of scores per
     group of (prefix, candidates), `shared_prefix_scores` through a LoraFusedDecoder over
@@ -95,22 +97,34 @@ def shared_prefix_score_groups(*, checkpoint: bool = False, compile: bool | None
 
     One process only: the hook calls the model's layers directly, bypassing the DDP wrapper
     whose forward arms the gradient all-reduce. compile: as the retriever's fused step
-    (`lora_train.training_compile`; None: on CUDA above 2B parameters)."""
+    (`lora_train.training_compile`; None: on CUDA above 2B parameters). fallback: the plain
+    `score_groups` where the shared-prefix step cannot run (under DDP, or a backbone the fused
+    decoder does not support), said once in the log; without it, an error."""
     from harness.errors import HarnessError
 
-    decoders: dict[int, LoraFusedDecoder] = {}
+    decoders: dict[int, LoraFusedDecoder | None] = {}
 
     def score_groups(wrapped, model, groups, device) -> list[torch.Tensor]:
-        if isinstance(wrapped, torch.nn.parallel.DistributedDataParallel):
-            raise HarnessError("fast_training runs on one process (the shared-prefix step bypasses DDP's gradient "
-                               "sync); drop --set fast_training=true under torchrun")
-        decoder = decoders.get(id(model))
-        if decoder is None or decoder.model is not model.backbone:
-            try:
-                decoder = decoders[id(model)] = LoraFusedDecoder(
-                    model.backbone, compile=training_compile(model.backbone, compile), checkpoint=checkpoint)
-            except ValueError as e:
-                raise HarnessError(f"fast_training: {e}; drop --set fast_training=true for this backbone") from e
+        ddp = isinstance(wrapped, torch.nn.parallel.DistributedDataParallel)
+        known = id(model) in decoders and (decoders[id(model)] is None
+                                           or decoders[id(model)].model is model.backbone)  # type: ignore[union-attr]
+        if not known:
+            why = "the shared-prefix step bypasses DDP's gradient sync" if ddp else None
+            if why is None:
+                try:
+                    decoders[id(model)] = LoraFusedDecoder(
+                        model.backbone, compile=training_compile(model.backbone, compile), checkpoint=checkpoint)
+                except ValueError as e:
+                    why = str(e)
+            if why is not None:
+                if fallback is None:
+                    raise HarnessError(f"fast_training: {why}; drop --set fast_training=true")
+                _log.info(f"scoring training pairs through the plain Hugging Face forward: the shared-prefix "
+                          f"step cannot run ({why})")
+                decoders[id(model)] = None
+        decoder = decoders[id(model)]
+        if decoder is None:
+            return fallback(wrapped, model, groups, device)
         return shared_prefix_scores(decoder, model.finish, groups, device)
 
     return score_groups
