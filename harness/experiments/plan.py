@@ -217,11 +217,10 @@ class Plan:
         return cfg
 
     def result_status(self, step: Step) -> Status:
+        from harness.config import field_purposes
         from harness.errors import HarnessError
         from harness.runs.models import model_id
         from harness.runs.results import read_result, result_path
-
-        from harness.config import field_purposes
 
         want = self.expected_config(step)
         training_run = {k for k, p in field_purposes(type(self.config(step))).items() if p == "training run"}
