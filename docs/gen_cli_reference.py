@@ -77,6 +77,9 @@ def render() -> str:
     for verb, sub in verbs.items():
         sub.prog = f"aa-harness {verb}"
         out += [f"## {verb}", "", "```text", sub.format_help().rstrip(), "```", ""]
+        for action, nested in _subcommands(sub).items():  # a verb with actions (`data build`)
+            nested.prog = f"aa-harness {verb} {action}"
+            out += [f"### {verb} {action}", "", "```text", nested.format_help().rstrip(), "```", ""]
     return "\n".join(out)
 
 

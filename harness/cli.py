@@ -396,6 +396,16 @@ def cmd_models(args) -> int:
     return 0
 
 
+def cmd_data_build(args) -> int:
+    from harness.data.builders import build_files
+
+    out = Path(args.out) if args.out else locations.corpora_dir(None)
+    for b in build_files(args.names, args.source, out):
+        state = "already there, same bytes" if b.unchanged else "wrote"
+        print(f"{state}: {b.path} ({b.docs:,} docs, {b.authors:,} authors, sha256 {b.sha256})")
+    return 0
+
+
 def cmd_where(args) -> int:
     from tabulate import tabulate
 
@@ -475,6 +485,38 @@ def _add_collections_parser(sub) -> None:
 def _add_where_parser(sub) -> None:
     sp = sub.add_parser("where", help="print every folder the harness reads or writes, as resolved now")
     sp.set_defaults(fn=cmd_where)
+
+
+def _data_build_epilog() -> str:
+    from harness.data.builders import sources
+
+    lines = ["files, by the public distribution --source must hold (NAME: a file, or a distribution for all "
+             "of its files):"]
+    for src in sources().values():
+        lines.append(f"  {src.name}: {', '.join(src.outputs)}")
+        lines.append(f"      {src.title}; layout: {src.layout}")
+        lines.append(f"      built from: {src.revision}")
+    lines.append("Each file is checked against the published file's sha256 before anything is written; "
+                 "a mismatch writes nothing.")
+    return "\n".join(lines)
+
+
+def _add_data_parser(sub) -> None:
+    sp = sub.add_parser("data", help="build the public corpus files from their public distributions, byte for byte")
+    verbs = sp.add_subparsers(dest="data_command", required=True, metavar="ACTION")
+    b = verbs.add_parser("build", help="build corpus files from a public distribution, checked by sha256",
+                         description="Build public corpus files (reddit-xsub.jsonl.gz, blogs-xtopic.jsonl.gz, ...) "
+                                     "from the public distribution they were made from, byte for byte.",
+                         epilog=_data_build_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    b.add_argument("names", nargs="+", metavar="NAME",
+                   help="a corpus file's name without .jsonl.gz (e.g. reddit-xsub), or a distribution's name "
+                        "for all of its files; names given together must come from one distribution")
+    b.add_argument("--source", required=True, metavar="PATH",
+                   help="the distribution's folder as published (or a checkout of the repository holding it)")
+    b.add_argument("--out", metavar="DIR",
+                   help=f"folder to write into (default: ${locations.CORPORA_ENV}, else <home>/corpora: "
+                        "where the collections look)")
+    b.set_defaults(fn=cmd_data_build)
 
 
 def _add_split_parser(sub) -> None:
@@ -675,7 +717,7 @@ def _add_export_parser(sub) -> None:
     sp.set_defaults(fn=cmd_export)
 
 
-VERBS = (_add_systems_parser, _add_collections_parser, _add_where_parser, _add_split_parser, _add_compare_parser,
+VERBS = (_add_systems_parser, _add_collections_parser, _add_data_parser, _add_where_parser, _add_split_parser, _add_compare_parser,
          _add_topic_share_parser, _add_topics_parser, _add_run_parser, _add_rerank_parser, _add_submit_parser,
          _add_train_parser, _add_curate_parser, _add_reproduce_parser, _add_models_parser, _add_stage_parser,
          _add_leaderboard_parser, _add_export_parser)

@@ -30,10 +30,14 @@ def hrs_dir(data_dir: str | Path | None = None) -> Path:
 
 
 def corpus_file(folder: Path, name: str) -> Path:
+    """`folder/name`, which must exist; the error says where else to look, and how to build the file."""
+    from harness.data.builders import build_command
+
     path = folder / name
     if not path.is_file():
+        build = build_command(name, folder)
         raise DataError(
             f"{path}: corpus file missing; pass --data-dir DIR or set {locations.CORPORA_ENV}=DIR "
-            "(the folder that holds it)"
+            "(the folder that holds it)" + (f", or build it: {build}" if build else "")
         )
     return path
