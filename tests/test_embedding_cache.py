@@ -94,6 +94,20 @@ def _forge(root, case, tmp_path):
         _save(path, sha=sha, vec=vec.astype(np.float64), checksum=checksum)
     elif case == "checksum an array":
         _save(path, sha=sha, vec=vec, checksum=np.asarray([str(checksum)] * 2))
+    elif case == "resealed with a plain sha256":  # anyone can recompute a checksum; not the user's HMAC
+        import hashlib as h
+
+        digest = h.sha256(b"model-a\x00512\x00" + b"".join(str(x).encode() + b"\x00" for x in sha.tolist())
+                          + vec[::-1].copy().tobytes()).hexdigest()
+        _save(path, sha=sha, vec=vec[::-1].copy(), checksum=np.asarray(digest))
+    elif case == "another user's shard":  # signed with another user's key: encoded again here
+        from unittest import mock
+
+        from harness.neural.embed_cache import shard_checksum
+
+        with mock.patch("harness.user_key.user_key", return_value=b"another user's key, 32 bytes...."):
+            resealed = shard_checksum("model-a", 512, sha, vec[::-1].copy())
+        _save(path, sha=sha, vec=vec[::-1].copy(), checksum=np.asarray(resealed))
     elif case == "checksum of other texts":
         _save(path, sha=sha, vec=vec, checksum=np.asarray(hashlib.sha256(b"x").hexdigest()))
     return path
@@ -102,7 +116,7 @@ def _forge(root, case, tmp_path):
 CASES = ["edited vectors", "old format (no checksum)", "rows swapped", "texts relabelled", "truncated", "empty",
          "not a zip", "a pickle", "another model's shard", "another max length's shard", "vectors missing",
          "vectors short", "NaN vectors (checksum matches)", "float64 vectors", "checksum an array",
-         "checksum of other texts"]
+         "checksum of other texts", "resealed with a plain sha256", "another user's shard"]
 
 
 @hostile("embedding cache", "held")

@@ -185,6 +185,26 @@ def test_a_passed_check_is_cached_by_data_and_manifest(env, tmp_path, capsys, mo
     assert run_cli(capsys, "run", "bm25", "--no-progress", "--overwrite", *base, "--seeds", "0")[0] == 0
 
 
+def test_a_check_record_planted_in_the_cache_grants_nothing(env, tmp_path, capsys, monkeypatch):
+    """A passed check is trusted by its HMAC under the user's key, not for being in the cache: a
+    record written by anyone else (here: the same JSON, its HMAC removed or made with another key)
+    sends the manifest back to the rebuild."""
+    _, base = env
+    assert run_cli(capsys, "run", "bm25", "--no-progress", *base, "--seeds", "0")[0] == 0
+    (record,) = list((tmp_path / "cache" / "manifest-checks").glob("*.json"))
+    good = json.loads(record.read_text())
+    from harness.evaluation import splits
+
+    rebuilt = []
+    real = splits.build_split
+    monkeypatch.setattr(splits, "build_split", lambda *a, **k: rebuilt.append(1) or real(*a, **k))
+    for forged in ({k: v for k, v in good.items() if k != "hmac"}, {**good, "hmac": "0" * 64}):
+        record.write_text(json.dumps(forged))
+        assert run_cli(capsys, "run", "bm25", "--no-progress", "--overwrite", *base, "--seeds", "0")[0] == 0
+    assert len(rebuilt) == 2  # each forged record was ignored and the manifest rebuilt
+    assert json.loads(record.read_text())["hmac"] == good["hmac"]  # and the check recorded again, signed
+
+
 @hostile("tampered manifest, resealed", "held")
 def test_without_the_data_the_sha_and_structure_checks_still_apply(env, tmp_path, capsys, coll):
     """A results folder read where the corpus is absent: the manifest's own checks still hold."""

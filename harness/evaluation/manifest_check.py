@@ -5,7 +5,8 @@ The sha256 inside a manifest only says the file is whole: anyone who edits it ca
 builder is deterministic and the manifest records its settings (author fraction, pool,
 dissimilarity rule), so rebuilding it from the collection is a check no edit survives. A passed
 check is remembered in the cache folder under the collection's fingerprint and the manifest
-file's sha256, so it costs the build once.
+file's sha256, so it costs the build once; the record carries an HMAC under the user's key
+(harness.user_key), so a record planted in the cache grants nothing.
 
 Without the data (a results folder read on a machine without the corpus) the checks that need
 no data still apply: the file's own sha256, the seed and collection against the file's place,
@@ -33,9 +34,20 @@ def cache_dir() -> Path:
     return cache() / CHECKS_FOLDER
 
 
+def _parts(split) -> tuple[str, str, str]:
+    return (split.collection, str(split.source_sha256), split.sha256)
+
+
 def is_checked(split) -> bool:
-    """Whether this manifest passed the rebuild check before (no data needed to ask)."""
-    return _key(split).is_file()
+    """Whether this manifest passed the rebuild check here before (no data needed to ask): a
+    record under its key whose HMAC the user's key makes."""
+    from harness.user_key import verify
+
+    try:
+        record = json.loads(_key(split).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and verify(record.get("hmac"), *_parts(split))
 
 
 def _key(split) -> Path:
@@ -48,9 +60,11 @@ def _key(split) -> Path:
 def record_checked(split) -> None:
     try:
         from harness.atomic import atomic_write_text
+        from harness.user_key import sign
 
         atomic_write_text(_key(split), json.dumps({"collection": split.collection, "seed": split.seed,
-                                                    "manifest_sha256": split.sha256, "pid": os.getpid()}) + "\n")
+                                                    "manifest_sha256": split.sha256, "pid": os.getpid(),
+                                                    "hmac": sign(*_parts(split))}) + "\n")
     except OSError as e:  # a read-only cache costs the rebuild next time, nothing else
         log.debug("manifest check not cached (%s)", e)
 

@@ -4,10 +4,10 @@ A document that appears in several seeds or collections is encoded once; a crash
 resumes from what was cached, since each shard is written atomically as soon as it is done.
 Layout: <root>/<model key>/len-<max_length>/shard-<n>.npz (arrays `sha`, `vec` and `checksum`).
 
-A shard is trusted only when its checksum, a sha256 over the model key, the max length, the
-texts' hashes and the vectors' bytes, matches: a shard edited, truncated, copied from another
-model or max length, or written before checksums is set aside as `shard-<n>.npz.refused` and
-its texts are encoded again. Shards load with allow_pickle=False, so a shard cannot run code.
+A shard is trusted only when its checksum, an HMAC under the user's key (harness.user_key) over
+the model key, the max length, the texts' hashes and the vectors' bytes, matches: a shard edited
+(and resealed), truncated, copied from another model, max length or user, or written before
+checksums is set aside as `shard-<n>.npz.refused` and its texts are encoded again. Shards load with allow_pickle=False, so a shard cannot run code.
 """
 from __future__ import annotations
 
@@ -26,12 +26,12 @@ log = logging.getLogger(__name__)
 
 
 def shard_checksum(key: str, max_length: int, shas: np.ndarray, vecs: np.ndarray) -> str:
-    h = hashlib.sha256(f"{key}\0{max_length}\0".encode())
+    from harness.user_key import sign
+
+    h = hashlib.sha256()
     for s in shas.tolist():
         h.update(str(s).encode() + b"\0")
-    h.update(str(vecs.shape).encode())
-    h.update(np.ascontiguousarray(vecs, dtype="<f4").tobytes())
-    return h.hexdigest()
+    return sign(key, str(max_length), h.hexdigest(), str(vecs.shape), np.ascontiguousarray(vecs, dtype="<f4").tobytes())
 
 
 def cache_root() -> Path:
