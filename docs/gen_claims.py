@@ -16,6 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "leaderboards" / "runs"
+REGISTRIES = ROOT / "leaderboards"  # stale.json, fixes.json, training/: read from here alone
 OUT = ROOT / "docs" / "claims.md"
 
 R15 = "sadiri-v2-qwen2.5-1.5b-cosine-b16-lr1e-4"
@@ -238,9 +239,9 @@ def claims_table() -> str:
     from harness.reports.stale import load_stale
 
     record = record_dir()
-    runs = load_runs(RUNS, record)
-    stale_runs = load_runs(RUNS, record, stale=True)
-    entries = load_stale(RUNS)
+    runs = load_runs(RUNS, record, record=REGISTRIES)
+    stale_runs = load_runs(RUNS, record, stale=True, record=REGISTRIES)
+    entries = load_stale(REGISTRIES)
     rows = []
     for claim, collection, a, b, said in CLAIMS:
         ka, kb = (collection, a), (collection, b)

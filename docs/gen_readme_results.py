@@ -17,6 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 RUNS = ROOT / "leaderboards" / "runs"
+REGISTRIES = ROOT / "leaderboards"  # stale.json, training/: read from here alone
 COLLECTIONS = ("reddit-xsub", "blogs-xtopic", "pan19-en")
 # The front page's rows, baselines first, then one row per system family at its best recipe.
 ROWS = (
@@ -57,7 +58,7 @@ def is_stale(collection: str, run: str) -> bool:
     _import_harness()
     from harness.reports.stale import load_stale
 
-    return (collection, run) in load_stale(RUNS)
+    return (collection, run) in load_stale(REGISTRIES)
 
 
 def _identity(res: dict, before: dict[str, str], previous: str | None) -> list[str]:
@@ -84,8 +85,8 @@ def render() -> str:
     from harness.reports.run_identity import load_before_decontamination
     from harness.reports.stale import load_stale
 
-    before = load_before_decontamination(RUNS)
-    stale = load_stale(RUNS)
+    before = load_before_decontamination(REGISTRIES)
+    stale = load_stale(REGISTRIES)
     lines = [
         START,
         "| system | backbone | weights | " + " | ".join(COLLECTIONS) + " |",

@@ -66,7 +66,7 @@ def _manifests():
     from harness.evaluation.splits import read_manifest
     from harness.reports.stale import load_stale
 
-    kept_for_stale = {e.manifests for e in load_stale(BOARD / "runs").values()}
+    kept_for_stale = {e.manifests for e in load_stale(BOARD).values()}
     return [
         read_manifest(p) for p in sorted(_record_dir().glob("*/seed-*.json")) if p.parent.name not in kept_for_stale
     ]

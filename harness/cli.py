@@ -314,7 +314,7 @@ def cmd_leaderboard(args) -> int:
 
     runs_dir, out = locations.runs_dir(args.runs_dir), locations.leaderboard_dir(args.out)
     board = load_board(runs_dir, splits_dir=args.splits_dir, allow_empty=args.allow_empty, plots=not args.no_plots,
-                       reported=args.reported, bench_dir=args.bench_results)
+                       reported=args.reported, bench_dir=args.bench_results, record=args.record)
     files = leaderboard_files(board)
     site = None
     if args.html is not None:
@@ -336,7 +336,8 @@ def cmd_leaderboard(args) -> int:
 def cmd_export(args) -> int:
     from harness.reports.export import export_tables
 
-    written = export_tables(locations.runs_dir(args.runs_dir), locations.export_dir(args.out), args.format)
+    written = export_tables(locations.runs_dir(args.runs_dir), locations.export_dir(args.out), args.format,
+                            record=args.record)
     for p in written:
         print(f"wrote {p}")
     return 0
@@ -435,6 +436,12 @@ def _add_splits_dir(sp) -> None:
 def _add_data_dir(sp) -> None:
     sp.add_argument("--data-dir", help=f"data folder for the collection (default: its environment variable, "
                                        f"${locations.CORPORA_ENV} for the public corpora, else <home>/corpora)")
+
+
+def _add_record(sp) -> None:
+    sp.add_argument("--record", type=Path, default=None, metavar="DIR",
+                    help="the registries that change what is shown, read from DIR alone: stale.json (runs kept out "
+                         "of the tables), fixes.json (result-changing fixes), training/ (training logs); default: none")
 
 
 def _add_set(sp, what: str = "override a config value, read by the key's type (repeatable)") -> None:
@@ -697,6 +704,7 @@ def _add_leaderboard_parser(sub) -> None:
     sp.add_argument("--reported", action="store_true", help="also write reported.md: the figures the paper reports")
     sp.add_argument("--bench-results", type=Path, default=None, metavar="DIR",
                     help="also write performance.md from the benchmark result files in DIR")
+    _add_record(sp)
     sp.add_argument("--allow-empty", action="store_true", help="write the pages even when the runs folder has no results")
     sp.add_argument("--html", type=Path, default=None, metavar="DIR",
                     help="also write a static HTML leaderboard (DIR/index.html, a page per run; no server or network "
@@ -714,6 +722,7 @@ def _add_export_parser(sub) -> None:
                          "(default: <home>/export)")
     sp.add_argument("--format", choices=["csv", "json", "trec"], default="csv",
                     help="file format (default csv); trec: a TREC run per run and seed, a qrels per collection and seed")
+    _add_record(sp)
     sp.set_defaults(fn=cmd_export)
 
 

@@ -15,7 +15,7 @@ from tests.conftest import ROOT
 @pytest.mark.slow
 def test_committed_tables_equal_regenerated(tmp_path):
     write_leaderboards(ROOT / "leaderboards" / "runs", tmp_path, plots=False, reported=True,
-                       bench_dir=ROOT / "benchmarks" / "results")
+                       bench_dir=ROOT / "benchmarks" / "results", record=ROOT / "leaderboards")
     for name in ("main.md", "per-genre.md", "reported.md", "training.md", "rerank.md", "performance.md"):
         committed = (ROOT / "leaderboards" / name).read_text(encoding="utf-8")
         assert committed == (tmp_path / name).read_text(encoding="utf-8"), (
@@ -29,7 +29,7 @@ def test_committed_tables_equal_regenerated(tmp_path):
 
 @pytest.mark.slow
 def test_plots_are_written_for_each_collection(tmp_path):
-    written = write_leaderboards(ROOT / "leaderboards" / "runs", tmp_path)
+    written = write_leaderboards(ROOT / "leaderboards" / "runs", tmp_path, record=ROOT / "leaderboards")
     pngs = [p for p in written if p.suffix == ".png"]
     assert pngs and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     assert all((ROOT / "leaderboards" / p.name).is_file() for p in pngs), "a committed plot is missing"

@@ -122,7 +122,7 @@ def test_training_data_made_before_decontamination_is_said_on_the_row():
 def test_generated_pages_name_every_backbone_by_its_full_id(tmp_path):
     from harness.reports.leaderboard import write_leaderboards
 
-    write_leaderboards(ROOT / "leaderboards" / "runs", tmp_path, plots=False)
+    write_leaderboards(ROOT / "leaderboards" / "runs", tmp_path, plots=False, record=ROOT / "leaderboards")
     pages = [
         tmp_path / "main.md",
         tmp_path / "rerank.md",

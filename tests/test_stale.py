@@ -58,7 +58,7 @@ def test_a_stale_run_verifies_on_its_own_manifests_and_stays_out_of_the_tables(
     board_dirs,
 ):
     runs, splits = board_dirs
-    board = load_board(runs, splits_dir=splits, plots=False)
+    board = load_board(runs, splits_dir=splits, plots=False, record=runs.parent)
     assert list(board.runs) == [("demo", "bm25")] and list(board.stale_runs) == [
         ("demo", "char-ngram")
     ]
@@ -77,10 +77,20 @@ def test_without_the_registry_the_two_splits_of_a_seed_are_an_error(board_dirs):
     runs, splits = board_dirs
     (runs.parent / "stale.json").unlink()
     with pytest.raises(DataError, match="another split"):
+        load_board(runs, splits_dir=splits, plots=False, record=runs.parent)
+
+
+def test_a_registry_is_read_from_the_record_given_never_from_beside_the_runs(board_dirs):
+    """A stale.json that happens to lie beside the runs folder (the current folder, /tmp for
+    /tmp/runs) must not move runs out of the tables: without --record no registry is read."""
+    runs, splits = board_dirs
+    with pytest.raises(DataError, match="another split"):  # the registry beside is not read: two splits of a seed
         load_board(runs, splits_dir=splits, plots=False)
+    with pytest.raises(DataError, match="record folder not found"):
+        load_board(runs, splits_dir=splits, plots=False, record=runs.parent / "nowhere")
 
 
 def test_a_malformed_registry_is_one_error(tmp_path):
     (tmp_path / "stale.json").write_text('{"runs": [{"run": "x"}]}')
     with pytest.raises(DataError, match="not a stale-runs registry"):
-        load_stale(tmp_path / "runs")
+        load_stale(tmp_path)

@@ -78,16 +78,17 @@ def _csv(rows: list[dict]) -> str:
     return buf.getvalue()
 
 
-def export_tables(runs_dir: Path, out_dir: Path, fmt: str = "csv") -> list[Path]:
+def export_tables(runs_dir: Path, out_dir: Path, fmt: str = "csv", record: Path | None = None) -> list[Path]:
     """Write leaderboard, per-seed and per-query tables as `fmt` (csv, json) into out_dir, or the TREC
-    runs and qrels (trec); returns the paths."""
+    runs and qrels (trec); returns the paths. record: the folder whose stale-runs registry keeps runs
+    out (as the leaderboard's --record; None: none is)."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
     if fmt == "trec":
         from harness.reports.trec_export import export_trec
 
-        return export_trec(runs_dir, out_dir)
-    runs = load_runs(Path(runs_dir))  # verified; a missing runs folder is an error
+        return export_trec(runs_dir, out_dir, record=record)
+    runs = load_runs(Path(runs_dir), record=record)  # verified; a missing runs folder is an error
     if not runs:
         raise DataError(f"{runs_dir}: no results to export (is it the runs folder? --runs-dir)")
     tables = {"leaderboard": leaderboard_rows(runs), "per-seed": per_seed_rows(runs), "per-query": per_query_rows(runs)}

@@ -102,7 +102,7 @@ def identities(board: Board) -> dict[tuple[str, str], RunIdentity]:
     training data and how its recipe differs from the paper's."""
     from harness.reports.run_identity import load_before_decontamination, run_identity
 
-    before = load_before_decontamination(board.runs_dir)
+    before = load_before_decontamination(board.record)
     return {key: run_identity(key[1], res[0], before) for key, res in board.runs.items()}
 
 

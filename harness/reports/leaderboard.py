@@ -226,7 +226,7 @@ def identity_section(board: Board, names: list[str]) -> str:
 
     if not names:
         return ""
-    before = load_before_decontamination(board.runs_dir)
+    before = load_before_decontamination(board.record)
     return f"\n## What each run is\n\n{identity_table(board.runs, names, before)}"
 
 
@@ -350,11 +350,12 @@ def write_pages(contents: dict[str, str | bytes], out_dir: Path) -> list[Path]:
 
 
 def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True, bench_dir: Path | None = None,
-                       splits_dir: Path | None = None, allow_empty: bool = False, reported: bool = False) -> list[Path]:
+                       splits_dir: Path | None = None, allow_empty: bool = False, reported: bool = False,
+                       record: Path | None = None) -> list[Path]:
     """Load the board, build every page (and plot) in memory, then write them all; on any error nothing
     is written. Returns the paths written. See load_board for the arguments."""
     board = load_board(runs_dir, splits_dir=splits_dir, bench_dir=bench_dir, allow_empty=allow_empty, plots=plots,
-                       reported=reported)
+                       reported=reported, record=record)
     return write_pages(leaderboard_files(board), out_dir)
 
 

@@ -7,7 +7,7 @@ records, kept here with their source:
   the runs loaded (the GGUF headers of the files whose fingerprints the runs recorded; a GGUF
   backbone is dequantized on load to the run's compute dtype and LoRA trains on top, QLoRA-style);
 - training data made before the corpora's decontamination: the sha256 prefixes listed in
-  `<runs>/../training/decontamination.json`, read by `load_before_decontamination`.
+  `<record>/training/decontamination.json`, read by `load_before_decontamination`.
 
 `differs_from_paper(result)` is the generated "differs from the paper" cell; the HTML site uses
 the same function.
@@ -96,10 +96,12 @@ def trained_here(res: dict) -> bool:
     )
 
 
-def load_before_decontamination(runs_dir: Path) -> dict[str, str]:
+def load_before_decontamination(record: Path | None) -> dict[str, str]:
     """sha256 prefix of a training set -> why it predates decontamination, from
-    `<runs>/../training/decontamination.json` (empty when there is none)."""
-    path = Path(runs_dir).parent / "training" / "decontamination.json"
+    `<record>/training/decontamination.json` (empty without a record or that file)."""
+    if record is None:
+        return {}
+    path = Path(record) / "training" / "decontamination.json"
     if not path.is_file():
         return {}
     from harness.errors import DataError

@@ -1,6 +1,7 @@
 """Runs kept in place but out of the tables: made on data since corrected, and not yet rerun.
 
-`<runs>/../stale.json` lists them:
+`<record>/stale.json` lists them (the record: the folder the command is given with `--record`,
+never one found beside the runs folder):
 
     {"runs": [{"collection": "pan19-en", "run": "sadiri-mpnet", "manifests": "pan19-en-v1",
                "reason": "made on pan19-en v1 (label noise); rerun pending"}]}
@@ -28,13 +29,15 @@ class StaleRun:
     reason: str
 
 
-def stale_path(runs_dir: Path) -> Path:
-    return Path(runs_dir).parent / "stale.json"
+def stale_path(record: Path) -> Path:
+    return Path(record) / "stale.json"
 
 
-def load_stale(runs_dir: Path) -> dict[tuple[str, str], StaleRun]:
-    """(collection, run name) -> its entry; empty when there is no registry."""
-    path = stale_path(runs_dir)
+def load_stale(record: Path | None) -> dict[tuple[str, str], StaleRun]:
+    """(collection, run name) -> its entry; empty without a record or a registry in it."""
+    if record is None:
+        return {}
+    path = stale_path(record)
     if not path.is_file():
         return {}
     try:

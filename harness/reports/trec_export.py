@@ -21,7 +21,7 @@ from harness.output_set import write_output_set
 from harness.reports.board import load_runs
 
 
-def trec_files(runs_dir: Path, splits_dir: Path | None = None) -> dict[str, str]:
+def trec_files(runs_dir: Path, splits_dir: Path | None = None, record: Path | None = None) -> dict[str, str]:
     """Relative path under the export folder -> TREC text, for every verified run and seed."""
     from harness.evaluation.splits import find_manifest, read_manifest
     from harness.locations import manifest_dirs
@@ -29,7 +29,7 @@ def trec_files(runs_dir: Path, splits_dir: Path | None = None) -> dict[str, str]
     from harness.runs.trec import format_qrels, format_run
 
     runs_dir = Path(runs_dir)
-    runs = load_runs(runs_dir, splits_dir)  # verified; a missing runs folder is an error
+    runs = load_runs(runs_dir, splits_dir, record=record)  # verified; a missing runs folder is an error
     if not runs:
         raise DataError(f"{runs_dir}: no results to export (is it the runs folder? --runs-dir)")
     places = manifest_dirs(runs_dir, splits_dir)
@@ -55,6 +55,6 @@ def tie_ordered(rankings: dict[str, list[tuple[str, float]]]) -> dict[str, list[
     return {q: sorted(r, key=lambda cs: (-cs[1], cs[0])) for q, r in rankings.items()}
 
 
-def export_trec(runs_dir: Path, out_dir: Path, splits_dir: Path | None = None) -> list[Path]:
+def export_trec(runs_dir: Path, out_dir: Path, splits_dir: Path | None = None, record: Path | None = None) -> list[Path]:
     """Write the TREC runs and qrels under out_dir/trec/ as one set; returns the paths written."""
-    return write_output_set(out_dir, trec_files(runs_dir, splits_dir))
+    return write_output_set(out_dir, trec_files(runs_dir, splits_dir, record))
