@@ -1,9 +1,15 @@
 import numpy as np
 import pytest
 
+from harness.evaluation.sign_flip import (
+    cluster_sums,
+    enumerate_all,
+    interval_assignments,
+    inverted_interval,
+    sign_flip_test,
+)
 from harness.evaluation.significance import (
     authors_needed,
-    bootstrap_ci,
     compare_ranks,
     paired_test,
     per_query_value,
@@ -29,10 +35,13 @@ def test_hand_computed_clustered_p():
     assert p == pytest.approx(0.5)  # (+,+) and (-,-) of 4 reach |2|
 
 
-def test_constant_difference_bootstrap_interval_is_a_point():
-    assert bootstrap_ci([0.5, 0.5, 0.5]) == (0.5, 0.5)
-    lo, hi = bootstrap_ci([0, 1] * 50, resamples=2000)
-    assert lo < 0.5 < hi
+def test_constant_difference_interval_is_a_point():
+    r = paired_test([1] * 10, [0.5] * 10)
+    assert r.ci95 == (0.5, 0.5)
+    # three clusters: 8 assignments, the smallest p is 2/8, so the test rejects no shift
+    assert paired_test([1, 1, 1], [0.5, 0.5, 0.5]).ci95 == (-np.inf, np.inf)
+    r = paired_test([0, 1] * 50, [0] * 100)
+    assert r.ci95[0] < 0.5 < r.ci95[1]
 
 
 def test_exact_p_matches_scipy_permutation_test():
@@ -56,13 +65,52 @@ def test_monte_carlo_p_is_close_to_exact():
     assert e and not e2 and approx == pytest.approx(exact, abs=0.02)
 
 
-def test_bootstrap_interval_close_to_scipy():
-    stats = pytest.importorskip("scipy.stats")
-    rng = np.random.default_rng(11)
-    d = (rng.random(300) < 0.4).astype(float) - (rng.random(300) < 0.3).astype(float)
-    lo, hi = bootstrap_ci(d, resamples=20000)
-    ref = stats.bootstrap((d,), np.mean, n_resamples=20000, method="percentile", random_state=1).confidence_interval
-    assert lo == pytest.approx(ref.low, abs=0.01) and hi == pytest.approx(ref.high, abs=0.01)
+def _exact_p_at(sums, counts, d):
+    """The exact sign-flip p of (difference - d), by brute force over the 2^k assignments."""
+    shifted = np.asarray(sums, dtype=float) - d * np.asarray(counts, dtype=float)
+    a = enumerate_all(shifted, counts).a
+    return (np.abs(a) >= abs(shifted.sum()) - 1e-9).mean()
+
+
+def test_exact_interval_is_the_set_the_test_accepts():
+    # Success@8 differences of 9 author clusters: the interval's ends are where p(d) crosses 0.05
+    sums, counts = np.array([3.0, 1, -1, 2, 0, 4, -2, 1, 2]), np.array([4.0, 2, 3, 2, 1, 5, 3, 1, 2])
+    lo, hi = inverted_interval(sums, counts, enumerate_all(sums, counts))
+    step = 1e-6  # far below the gaps between the breakpoints (differences of small integers over sums of counts)
+    assert _exact_p_at(sums, counts, lo) >= 0.05 and _exact_p_at(sums, counts, hi) >= 0.05
+    assert _exact_p_at(sums, counts, lo - step) < 0.05 and _exact_p_at(sums, counts, hi + step) < 0.05
+    assert lo < sums.sum() / counts.sum() < hi
+
+
+def test_interval_excludes_zero_exactly_when_p_is_below_alpha():
+    rng = np.random.default_rng(5)
+    for k, exact_max in ((12, 20), (40, 20), (40, 0)):
+        for _ in range(20):
+            counts = rng.integers(1, 9, size=k).astype(float)
+            sums = np.array([rng.choice([-1, 0, 1], size=int(n), p=[0.25, 0.45, 0.3]).sum() for n in counts], float)
+            got, drawn = sign_flip_test(sums, counts, exact_max=exact_max, draws=2000)
+            flips = interval_assignments(sums, counts, drawn, exact_max=exact_max, draws=2000)
+            if got.exact != flips.exact:
+                continue  # p enumerated over the non-zero clusters, the interval sampled: not the same assignments
+            lo, hi = inverted_interval(sums, counts, flips)
+            assert (lo <= 0 <= hi) == (got.p >= 0.05)
+
+
+def test_sampled_p_near_alpha_draws_until_its_se_is_small():
+    # 60 clusters whose sum sits near the 5% point of the sign-flip distribution (sd = sqrt(60) for +-1 sums)
+    counts = np.ones(60)
+    near = np.array([1.0] * 38 + [-1.0] * 22)  # observed sum 16 = 2.07 sd: p about 0.05
+    got, drawn = sign_flip_test(near, counts)
+    assert not got.exact and abs(got.p - 0.05) < 0.01
+    assert got.se <= 0.001 and got.draws > 10_000 and len(drawn.a) == got.draws
+    assert got.se == pytest.approx(np.sqrt(got.p * (1 - got.p) / got.draws), rel=1e-12)
+    far, _ = sign_flip_test(np.array([1.0] * 50 + [-1.0] * 10), counts)  # sum 40: p far below 0.05
+    assert far.draws == 10_000 and far.p < 0.01
+
+
+def test_cluster_sums_follow_first_appearance():
+    sums, counts = cluster_sums([1, -1, 1, 0], ["b", "a", "b", "c"])
+    assert sums.tolist() == [2.0, -1.0, 0.0] and counts.tolist() == [2.0, 1.0, 1.0]
 
 
 def test_compare_ranks_pairs_by_key_and_scores_metrics():
