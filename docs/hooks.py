@@ -117,7 +117,7 @@ def unit_example() -> str:
     from tabulate import tabulate
 
     from harness.evaluation.significance import compare_ranks
-    from harness.reports.significance import _paired_keys
+    from harness.reports.significance import _paired_keys, p_text
 
     readme = _sibling("gen_readme_results")
     a, b = (readme.verified_run("reddit-xsub", run) for run in ("char-ngram", "bm25"))
@@ -134,7 +134,7 @@ def unit_example() -> str:
                 r.n_clusters,
                 f"{100 * r.diff:+.1f}",
                 f"[{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}]",
-                f"{r.p_value:.3f}",
+                p_text(r),
             ]
         )
     return tabulate(
@@ -165,7 +165,7 @@ def paper_claims() -> str:
     """Each claim's Success@8 difference in points with its author-cluster interval and p, per collection."""
     from tabulate import tabulate
 
-    from harness.reports.significance import compare_results
+    from harness.reports.significance import compare_results, p_text
 
     readme = _sibling("gen_readme_results")
     rows = []
@@ -181,7 +181,7 @@ def paper_claims() -> str:
                 continue
             r = compare_results(list(a), list(b), _record_dir())["success@8"]
             row.append(
-                f"{100 * r.diff:+.1f} [{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}], p = {r.p_value:.3g}"
+                f"{100 * r.diff:+.1f} [{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}], {p_text(r)}"
                 f" ({r.n_clusters} authors)"
             )
         rows.append(row)

@@ -147,6 +147,7 @@ def cmd_compare(args) -> int:
         compare_results,
         format_comparison,
         needed_authors,
+        paired_author_macro,
     )
 
     if args.resamples < 1:
@@ -157,6 +158,11 @@ def cmd_compare(args) -> int:
     a, b = ([res for _, res in runs[n]] for n in (args.run_a, args.run_b))
     res = compare_results(a, b, manifests, resamples=args.resamples)
     print(format_comparison(args.run_a, args.run_b, res))
+    macro_a, macro_b, authors = paired_author_macro(a, b, manifests)
+    s8 = res["success@8"]
+    print(f"\nSuccess@8 pooled over the paired queries: {args.run_a} {100 * s8.mean_a:.1f}, {args.run_b} "
+          f"{100 * s8.mean_b:.1f}; author-macro (each query author's mean, then the mean over the {authors} "
+          f"authors): {args.run_a} {100 * macro_a:.1f}, {args.run_b} {100 * macro_b:.1f}.")
     n, sd, have = needed_authors(a, b, manifests)
     print(f"\nPer-author sd of the Success@8 difference: {sd:.3f}; to detect a 5-point gap of this spread (alpha 0.05, "
           f"power 0.8) a test needs about {n} independent query authors (these runs have {have}).")
@@ -544,7 +550,8 @@ def _add_compare_parser(sub) -> None:
     _add_runs_dir(sp)
     _add_splits_dir(sp)
     sp.add_argument("--resamples", type=int, default=10000,
-                    help="randomization and bootstrap resamples (default 10000)")
+                    help="random sign assignments to start with when the clusters are too many to enumerate "
+                         "(default 10000; more are drawn while p is near 0.05 and its Monte Carlo SE above 0.001)")
     sp.set_defaults(fn=cmd_compare)
 
 

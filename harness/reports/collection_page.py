@@ -3,8 +3,10 @@ how close the haystack is under SBERT.
 
 Marks (Success@8, paired cluster randomization test, one cluster per query author across all
 pooled seeds, p < 0.05): `*` differs from the best row (the highest pooled
-Success@8), `†` differs from BM25. The 95% intervals are cluster-bootstrap intervals of the
-difference in points.
+Success@8), `†` differs from BM25; `ᴴ` after a mark: still below 0.05 after Holm's adjustment over
+the page's tests (harness.reports.page_tests). The 95% intervals invert the same test, in points.
+Beside pooled Success@8 (every query of every seed), the author-macro figure (each query author's
+mean, then the mean over authors).
 """
 from __future__ import annotations
 
@@ -14,11 +16,18 @@ from pathlib import Path
 import numpy as np
 
 from harness.evaluation.metrics import HEADLINE, mean_sd, pooled_metric
-from harness.evaluation.significance import TEST_NAME
+from harness.evaluation.significance import ALPHA, TEST_NAME
 from harness.reports.board import shown_name
 from harness.reports.markdown_table import Markdown
+from harness.reports.page_tests import HOLM_MARK, marks, page_tests
 from harness.reports.rule_views import rule_views_section
-from harness.reports.significance import ALPHA, compare_results, needed_authors
+from harness.reports.significance import (
+    HOW_P,
+    compare_results,
+    needed_authors,
+    p_text,
+    run_author_macro,
+)
 
 BASELINE = "bm25"
 
@@ -28,9 +37,9 @@ def _cell(values):
     return f"{100 * mean:.1f}" + ("" if math.isnan(sd) else f" ± {100 * sd:.1f}")
 
 
-def _diff(r) -> Markdown:
-    p = "p<0.001" if r.p_value < 0.001 else f"p={r.p_value:.3f}"
-    return Markdown(f"{100 * r.diff:+.1f} [{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}] {p}")
+def _diff(r, holm_p: float) -> Markdown:
+    return Markdown(f"{100 * r.diff:+.1f} [{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}] {p_text(r, sep='')}, "
+                    f"Holm {holm_p:.3f}")
 
 
 def sbert_closeness(res: list[dict]) -> str:
@@ -63,23 +72,20 @@ def collection_page(collection: str, runs: dict, names: list[str], splits_dir: P
     pooled = {n: pooled_metric(runs[(collection, n)], "success@8") for n in names}
     best = max(names, key=lambda n: (pooled[n], n))
     base = BASELINE if BASELINE in names else None
+    tests = page_tests(names, best, base, lambda a, b: compare(collection, a, b)["success@8"])
     rows = []
     for n in names:
         res = runs[(collection, n)]
-        marks = ""
         vs_best = vs_base = ""
         if n != best:
-            c = compare(collection, n, best)["success@8"]
-            vs_best = _diff(c)
-            marks += "*" if c.p_value < ALPHA else ""
+            vs_best = _diff(compare(collection, n, best)["success@8"], tests.holm_p(n, best))
         if base and n != base:
-            c = compare(collection, n, base)["success@8"]
-            vs_base = _diff(c)
-            marks += "†" if c.p_value < ALPHA else ""
-        rows.append([f"{shown_name(n, res)} {marks}".strip(), " ".join(str(r["seed"]) for r in res),
+            vs_base = _diff(compare(collection, n, base)["success@8"], tests.holm_p(n, base))
+        rows.append([f"{shown_name(n, res)} {marks(n, best, base, tests)}".strip(), " ".join(str(r["seed"]) for r in res),
                      *[_cell([r["metrics"][m] for r in res]) for m in HEADLINE], f"{100 * pooled[n]:.1f}",
+                     f"{100 * run_author_macro(res, splits_dir):.1f}",
                      vs_best or "(best)", vs_base or ("(baseline)" if n == base else "")])
-    table = markdown_table(rows, headers=["run", "seeds", "S@8", "S@100", "MRR@20", "S@8 pooled",
+    table = markdown_table(rows, headers=["run", "seeds", "S@8", "S@100", "MRR@20", "S@8 pooled", "S@8 author-macro",
                                           f"S@8 vs best ({best})", f"S@8 vs {BASELINE}"], disable_numparse=True)
     notes = []
     if "bm25" in names and "char-ngram" in names:
@@ -91,10 +97,12 @@ def collection_page(collection: str, runs: dict, names: list[str], splits_dir: P
     if "sbert" in names:
         notes.append(sbert_closeness(runs[(collection, "sbert")]))
     return (f"{header}# {collection}: runs and paired significance\n\n"
-            "Mean ± sd over seeds, in percent; `S@8 pooled` is over all queries of all seeds. Differences: Success@8 "
-            "points, this row minus the other, with the cluster-bootstrap 95% interval and the p-value of the "
-            f"{TEST_NAME}: queries paired by seed and id, one cluster per query author across all seeds, "
-            "10,000 resamples. Marks: "
-            f"`*` differs from the best row, `†` from {BASELINE} (p < {ALPHA}).\n\n{table}\n\n"
+            "Mean ± sd over seeds, in percent; `S@8 pooled` is over all queries of all seeds, `S@8 author-macro` "
+            "the mean over query authors of each author's mean over their queries in all seeds. Differences: "
+            "Success@8 points, this row minus the other, with the 95% interval that inverts the test and the "
+            f"p-value of the {TEST_NAME}: queries paired by seed and id, one cluster per query author across all "
+            f"seeds; p is {HOW_P}. Holm: the p adjusted over this table's tests. Marks: "
+            f"`*` differs from the best row, `†` from {BASELINE} (p < {ALPHA}); `{HOLM_MARK}` after a mark: still "
+            f"below {ALPHA} after Holm's adjustment.\n\n{table}\n\n{tests.summary()}\n\n"
             + "".join(f"{n}\n\n" for n in notes)
             + rule_views_section(runs, names, collection, splits_dir, all_view_dir))

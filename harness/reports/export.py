@@ -4,6 +4,8 @@
 
 - leaderboard: one row per (collection, run): seeds, and per headline metric the mean and
   sample sd over seeds and the mean of the seeds' 95% bootstrap bounds (fractions, not percent);
+  Success@8 pooled over every query of every seed, and author-macro (each query author's mean
+  over their queries in all seeds, then the mean over authors; empty without the manifests);
 - per-seed: one row per result file: the metrics and their 95% bootstrap interval;
 - per-query: one row per (collection, run, seed, query): the rank of its first needle (empty:
   not in the top `depth`).
@@ -30,7 +32,20 @@ def _num(x: float) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 6)
 
 
-def leaderboard_rows(runs) -> list[dict]:
+def _author_macro(res: list[dict], manifests) -> float | None:
+    from harness.errors import HarnessError
+    from harness.reports.significance import run_author_macro
+
+    try:
+        return _num(run_author_macro(res, manifests))
+    except HarnessError:
+        return None
+
+
+def leaderboard_rows(runs, manifests=None) -> list[dict]:
+    """manifests: where the split manifests are (the query authors, for the author-macro column)."""
+    from harness.evaluation.metrics import pooled_metric
+
     order = {n: i for i, n in enumerate(run_order(runs))}
     rows = []
     for (c, name), res in sorted(runs.items(), key=lambda kv: (kv[0][0], order[kv[0][1]])):
@@ -43,6 +58,8 @@ def leaderboard_rows(runs) -> list[dict]:
             row[f"{m} sd"] = _num(sd)
             row[f"{m} ci95 low"] = _num(sum(r["ci95"][m][0] for r in res) / len(res))
             row[f"{m} ci95 high"] = _num(sum(r["ci95"][m][1] for r in res) / len(res))
+        row["success@8 pooled"] = _num(pooled_metric(res, "success@8"))
+        row["success@8 author-macro"] = _author_macro(res, manifests) if manifests is not None else None
         rows.append(row)
     return rows
 
@@ -91,7 +108,9 @@ def export_tables(runs_dir: Path, out_dir: Path, fmt: str = "csv", record: Path 
     runs = load_runs(Path(runs_dir), record=record)  # verified; a missing runs folder is an error
     if not runs:
         raise DataError(f"{runs_dir}: no results to export (is it the runs folder? --runs-dir)")
-    tables = {"leaderboard": leaderboard_rows(runs), "per-seed": per_seed_rows(runs), "per-query": per_query_rows(runs)}
+    from harness.locations import manifest_dirs
+
+    tables = {"leaderboard": leaderboard_rows(runs, manifest_dirs(runs_dir)), "per-seed": per_seed_rows(runs), "per-query": per_query_rows(runs)}
     files = {f"{name}.{fmt}": _csv(rows) if fmt == "csv" else json.dumps(rows, indent=1, ensure_ascii=False) + "\n"
              for name, rows in tables.items()}
     return write_output_set(out_dir, files)  # the three tables replace the old ones together

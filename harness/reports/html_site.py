@@ -21,6 +21,7 @@ from harness.errors import HarnessError
 from harness.evaluation.metrics import HEADLINE, mean_sd, pooled_metric
 from harness.reports.board import Board
 from harness.reports.html_shell import page
+from harness.reports.page_tests import HOLM_MARK, marks, page_tests
 from harness.reports.run_identity import RunIdentity
 
 BASELINE = "bm25"
@@ -52,9 +53,11 @@ def _mean_sd(values: list[float]) -> tuple[str, float]:
 
 
 def pooled_interval(board: Board, collection: str, name: str) -> tuple[float, float, str]:
-    """95% percentile bootstrap interval of the pooled Success@8, resampling query-author clusters across
+    """95% studentized bootstrap interval of the pooled Success@8, resampling query-author clusters across
     the seeds (single queries when the manifests are not at hand); (low, high, unit)."""
-    from harness.evaluation.significance import bootstrap_ci, per_query_value
+    from harness.evaluation.cluster_bootstrap import studentized_interval
+    from harness.evaluation.sign_flip import cluster_sums
+    from harness.evaluation.significance import per_query_value
     from harness.reports.significance import first_ranks_by_key, query_author_clusters
 
     res = board.runs[(collection, name)]
@@ -70,7 +73,7 @@ def pooled_interval(board: Board, collection: str, name: str) -> tuple[float, fl
             found = {}
         if all(k in found for k in keys):
             clusters, unit = [found[k] for k in keys], "author clusters"
-    lo, hi = bootstrap_ci(values, clusters)
+    lo, hi = studentized_interval(*cluster_sums(values, clusters))
     return lo, hi, unit
 
 
@@ -89,12 +92,26 @@ def _head(label: str, *, numeric: bool = False, title: str = "") -> str:
     return f'<th scope="col"{cls}{kind}{tip}><button type="button">{escape(label)}</button></th>'
 
 
-def _diff_cell(result) -> str:
+def _diff_cell(result, holm_p: float = math.nan) -> str:
+    from harness.reports.significance import p_text
+
     if result is None:
         return _cell("", sort=float("nan"), cls="num")
-    p = "p &lt; 0.001" if result.p_value < 0.001 else f"p = {result.p_value:.3f}"
+    p = f"{escape(p_text(result))}, Holm {holm_p:.3f}"
     text = f"{100 * result.diff:+.1f} [{100 * result.ci95[0]:+.1f}, {100 * result.ci95[1]:+.1f}]<span>{p}</span>"
     return _cell(text, sort=float(result.diff), cls="num diff")
+
+
+def author_macro_cell(board: Board, collection: str, name: str) -> str:
+    """The run's author-macro Success@8 (blank when the manifests, hence the authors, are not at hand)."""
+    from harness.reports.significance import run_author_macro
+
+    manifests = board.manifests_for(collection)
+    try:
+        value = run_author_macro(board.runs[(collection, name)], manifests) if manifests is not None else math.nan
+    except HarnessError:
+        value = math.nan
+    return _cell("" if math.isnan(value) else _pct(value), sort=value, cls="num")
 
 
 def identities(board: Board) -> dict[tuple[str, str], RunIdentity]:
@@ -111,11 +128,15 @@ def collection_table(board: Board, collection: str, identity: dict[tuple[str, st
     pooled = {n: pooled_metric(board.runs[(collection, n)], "success@8") for n in names}
     best = max(names, key=lambda n: (pooled[n], n))
     base = BASELINE if BASELINE in names else None
+    tests = page_tests(names, best, base, lambda a, b: board.compare(collection, a, b)["success@8"])
     heads = [_head("run"), _head("system"), _head("seeds", numeric=True, title="number of split seeds")]
     heads += [_head(f"{METRIC_NAMES[m]} (%)", numeric=True, title="mean ± sample sd over the seeds") for m in HEADLINE]
     heads += [_head("Success@8 pooled (%) [95% CI]", numeric=True,
-                    title="over all queries of all seeds; cluster-bootstrap interval"),
-              _head("marks", title=f"* differs from the best row, † from {BASELINE} (p < {ALPHA})"),
+                    title="over all queries of all seeds; studentized cluster-bootstrap interval"),
+              _head("Success@8 author-macro (%)", numeric=True,
+                    title="each query author's mean over their queries in all seeds, then the mean over authors"),
+              _head("marks", title=f"* differs from the best row, † from {BASELINE} (p < {ALPHA}); "
+                                   f"{HOLM_MARK} after a mark: below {ALPHA} after Holm's adjustment over the table"),
               _head("vs best", numeric=True, title=f"Success@8 points, this row minus the best row ({best})"),
               _head(f"vs {BASELINE}", numeric=True, title=f"Success@8 points, this row minus {BASELINE}"),
               _head("differs from the paper", title="the recipe items where this run differs from the paper's")]
@@ -124,24 +145,25 @@ def collection_table(board: Board, collection: str, identity: dict[tuple[str, st
         res = board.runs[(collection, n)]
         vs_best = board.compare(collection, n, best)["success@8"] if n != best else None
         vs_base = board.compare(collection, n, base)["success@8"] if base and n != base else None
-        marks = ("*" if vs_best is not None and vs_best.p_value < ALPHA else "") + (
-            "†" if vs_base is not None and vs_base.p_value < ALPHA else "")
+        row_marks = marks(n, best, base, tests)
         lo, hi, unit = pooled_interval(board, collection, n)
         cells = [_cell(f'<a href="{escape(run_page_path(collection, n))}">{escape(n)}</a>', sort=n, cls="run"),
                  _cell(escape(res[0]["system"])), _cell(str(len(res)), sort=float(len(res)), cls="num")]
         for m in HEADLINE:
             text, mean = _mean_sd([r["metrics"][m] for r in res])
             cells.append(_cell(text, sort=mean, cls="num"))
-        cells.append(_cell(f'<span title="95% bootstrap over {escape(unit)}">{_pct(pooled[n])} [{_pct(lo)}, {_pct(hi)}]</span>',
-                           sort=pooled[n], cls="num"))
-        cells.append(_cell(f'<span class="mark">{escape(marks)}</span>' if marks else "", sort=marks))
-        cells.append(_diff_cell(vs_best) if n != best else _cell("(best)", sort=0.0, cls="num"))
-        cells.append(_diff_cell(vs_base) if n != base else _cell("(baseline)", sort=float("nan"), cls="num"))
+        cells.append(_cell(f'<span title="95% studentized bootstrap over {escape(unit)}">{_pct(pooled[n])} '
+                           f'[{_pct(lo)}, {_pct(hi)}]</span>', sort=pooled[n], cls="num"))
+        cells.append(author_macro_cell(board, collection, n))
+        cells.append(_cell(f'<span class="mark">{escape(row_marks)}</span>' if row_marks else "", sort=row_marks))
+        cells.append(_diff_cell(vs_best, tests.holm_p(n, best)) if n != best else _cell("(best)", sort=0.0, cls="num"))
+        cells.append(_diff_cell(vs_base, tests.holm_p(n, base)) if base and n != base
+                     else _cell("(baseline)" if n == base else "", sort=float("nan"), cls="num"))
         cells.append(_cell(escape(identity[(collection, n)].differs), cls="differs"))
         rows.append(f"<tr>{''.join(cells)}</tr>")
     return (f'<div class="wrap"><table class="sortable" id="table-{escape(slug(collection))}">\n'
             f"<caption class=\"muted\">{escape(collection)}: {len(names)} runs; best by pooled Success@8: "
-            f"{escape(best)}. Click a header to sort.</caption>\n"
+            f"{escape(best)}. {escape(tests.summary())} Click a header to sort.</caption>\n"
             f"<thead><tr>{''.join(heads)}</tr></thead>\n<tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>")
 
 
@@ -154,10 +176,13 @@ def index_page(board: Board, figures: dict[str, bytes], identity: dict[tuple[str
     intro = (f'<p class="note">Generated by <code>aa-harness leaderboard</code> from the run files '
              "(every result verified against its rankings and split manifest). Success@8, Success@100 and MRR@20 "
              "in percent, mean ± sample sd over the split seeds. Pooled Success@8 is over all queries of all seeds, "
-             "with a 95% cluster-bootstrap interval (one cluster per query author across the seeds). Differences are "
-             "Success@8 points, this row minus the other, with the 95% interval and the paired cluster "
-             f"randomization p-value. Marks (p &lt; {ALPHA}): <span class=\"mark\">*</span> differs from the best row, "
-             f"<span class=\"mark\">†</span> from {BASELINE}. \"Differs from the paper\" lists the recipe items where a run "
+             "with a 95% studentized cluster-bootstrap interval (one cluster per query author across the seeds). Differences are "
+             "Success@8 points, this row minus the other, with the 95% interval that inverts the paired cluster "
+             "randomization test and that test's p (exact, or sampled with ± its Monte Carlo SE), and the p adjusted by "
+             "Holm over the collection's table. Author-macro Success@8: each query author's mean over their queries "
+             f"in all seeds, then the mean over authors. Marks (p &lt; {ALPHA}): <span class=\"mark\">*</span> differs "
+             f"from the best row, <span class=\"mark\">†</span> from {BASELINE}; {HOLM_MARK} after a mark: still below "
+             f"{ALPHA} after Holm's adjustment. \"Differs from the paper\" lists the recipe items where a run "
              "differs from the paper's recipe for its system.</p>")
     parts = ["<h1>Leaderboard</h1>", intro]
     if not board.runs:

@@ -12,7 +12,10 @@ from pathlib import Path
 
 from harness.errors import HarnessError
 from harness.evaluation.author_clusters import author_clusters
+from harness.evaluation.author_macro import author_macro
+from harness.evaluation.sign_flip import DRAWS, EXACT_MAX, MAX_DRAWS, NEAR, TARGET_SE
 from harness.evaluation.significance import (
+    ALPHA,
     INTERVAL_NAME,
     METRICS,
     TEST_NAME,
@@ -23,8 +26,11 @@ from harness.evaluation.significance import (
 )
 from harness.evaluation.splits import find_manifest, read_manifest
 
-ALPHA = 0.05
-RESAMPLES = 10000
+RESAMPLES = DRAWS
+HOW_P = (f"exact (all 2^k sign assignments) when at most {EXACT_MAX} author clusters have a non-zero summed "
+         f"difference, else {DRAWS:,} random assignments, doubled while p is within {NEAR} of {ALPHA} and its "
+         f"Monte Carlo standard error is above {TARGET_SE} (at most {MAX_DRAWS:,}); a sampled p is shown "
+         "± its Monte Carlo SE")
 UNIT = "a query author across all pooled seeds is one cluster"
 
 
@@ -40,9 +46,22 @@ def query_author_clusters(collection: str, seeds, splits_dir: Path | Sequence[Pa
     places = [Path(splits_dir)] if isinstance(splits_dir, (str, Path)) else [Path(p) for p in splits_dir]
     authors: dict[tuple[int, str], tuple[str, ...]] = {}
     for seed in sorted(set(seeds)):
-        for q in read_manifest(find_manifest(places, collection, seed)).queries:
-            authors[(seed, q.documentID)] = tuple(sorted(q.authorIDs))
+        for qid, who in _query_authors(find_manifest(places, collection, seed)):
+            authors[(seed, qid)] = who
     return author_clusters(authors)
+
+
+_AUTHORS_READ: dict[tuple[str, int, int], tuple[tuple[str, tuple[str, ...]], ...]] = {}
+
+
+def _query_authors(path: Path) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(queryID, its sorted authors) of a manifest, read once per file version (path, mtime, size):
+    a page compares many pairs of runs on the same manifests."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+    if key not in _AUTHORS_READ:
+        _AUTHORS_READ[key] = tuple((q.documentID, tuple(sorted(q.authorIDs))) for q in read_manifest(path).queries)
+    return _AUTHORS_READ[key]
 
 
 def _check_same_splits(a: list[dict], b: list[dict], shared) -> None:
@@ -84,6 +103,35 @@ def needed_authors(a: list[dict], b: list[dict], splits_dir: Path | Sequence[Pat
     return n, sd, len(set(cl))
 
 
+def p_text(r: PairedResult, *, sep: str = " ") -> str:
+    """The p as printed everywhere: exact, or sampled with its Monte Carlo SE."""
+    if r.exact:
+        return f"p{sep}<{sep}0.0001 (exact)" if r.p_value < 0.0001 else f"p{sep}={sep}{r.p_value:.4f} (exact)"
+    return f"p{sep}={sep}{r.p_value:.4f} ± {r.p_se:.4f}"
+
+
+def paired_author_macro(a: list[dict], b: list[dict], splits_dir: Path | Sequence[Path] | None,
+                        metric: str = "success@8") -> tuple[float, float, int]:
+    """(author-macro `metric` of a, of b, author clusters) over the queries both runs scored."""
+    ra, rb, clusters = _paired_keys(a, b, splits_dir)
+    keys = sorted(set(ra) & set(rb))
+    cl = {k: clusters[k] for k in keys}
+    return (author_macro({k: per_query_value(ra[k], metric) for k in keys}, cl),
+            author_macro({k: per_query_value(rb[k], metric) for k in keys}, cl), len(set(cl.values())))
+
+
+def run_author_macro(results: list[dict], splits_dir: Path | Sequence[Path] | None, metric: str = "success@8") -> float:
+    """A run's author-macro `metric` over all its seeds: each query author's mean (one author across
+    the seeds, co-authors joined), then the mean over authors."""
+    ranks = first_ranks_by_key(results)
+    clusters = query_author_clusters(results[0]["collection"], {s for s, _ in ranks}, splits_dir)
+    missing = set(ranks) - set(clusters)
+    if missing:
+        raise HarnessError(f"{results[0]['collection']}: {len(missing)} scored queries are not in the manifests "
+                           f"(e.g. seed {min(missing)[0]} {min(missing)[1]}); the run does not match them")
+    return author_macro({k: per_query_value(r, metric) for k, r in ranks.items()}, clusters)
+
+
 def describe_unit(r: PairedResult) -> str:
     return f"{r.n_queries} paired queries in {r.n_clusters} author clusters ({UNIT})"
 
@@ -95,11 +143,13 @@ def format_comparison(name_a: str, name_b: str, res: Mapping[str, PairedResult])
     for m in METRICS:
         r = res[m]
         rows.append([m, f"{100 * r.mean_a:.1f}", f"{100 * r.mean_b:.1f}", f"{100 * r.diff:+.1f}",
-                     f"[{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}]", f"{r.p_value:.4f}",
-                     "yes" if r.p_value < ALPHA else "no"])
+                     f"[{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}]",
+                     f"{r.p_value:.4f}" + ("" if r.exact else f" ± {r.p_se:.4f}"),
+                     "exact" if r.exact else f"{r.resamples:,} random", "yes" if r.p_value < ALPHA else "no"])
     r0 = res[METRICS[0]]
-    how = "exact, all sign assignments" if r0.exact else f"{r0.resamples} random sign assignments"
     head = (f"{name_a} vs {name_b}: {describe_unit(r0)}.\n"
-            f"p: {TEST_NAME}, {how}; interval: {INTERVAL_NAME}, of the difference ({name_a} - {name_b}), in points")
-    return head + "\n\n" + tabulate(rows, headers=["metric", name_a, name_b, "difference", "95% interval", "p",
-                                                   f"p < {ALPHA}"], tablefmt="github", disable_numparse=True)
+            f"p: {TEST_NAME}; {HOW_P}.\ninterval: {INTERVAL_NAME}, of the difference ({name_a} - {name_b}), "
+            "in points")
+    return head + "\n\n" + tabulate(rows, headers=["metric", name_a, name_b, "difference", "95% interval",
+                                                   "p ± Monte Carlo SE", "sign assignments", f"p < {ALPHA}"],
+                                    tablefmt="github", disable_numparse=True)
