@@ -37,9 +37,8 @@ class PageTests:
         return sum(p < ALPHA for p in self.adjusted.values())
 
     def summary(self) -> str:
-        return (f"This table runs {self.n} distinct Success@8 tests: {self.raw_below} have p < {ALPHA}, "
-                f"{self.holm_below} stay below {ALPHA} after Holm's adjustment over the {self.n} "
-                f"(family-wise error rate {ALPHA}).")
+        return (f"Distinct Success@8 tests in this table: {self.n}; with p < {ALPHA}: {self.raw_below}; still below "
+                f"{ALPHA} after Holm's adjustment over the {self.n} (family-wise error rate {ALPHA}): {self.holm_below}.")
 
 
 def pairs_shown(names: Sequence[str], best: str, base: str | None) -> list[tuple[str, str]]:
