@@ -82,14 +82,15 @@ def cmd_split(args) -> int:
     rule = _dissimilarity_arg(args)
     seeds = unique_seeds(args.seeds)
     if args.overwrite:  # every seed builds before any manifest is written
-        splits = [build_split(collection, seed, args.author_fraction, pool=args.pool, dissimilarity=rule) for seed in seeds]
+        splits = [build_split(collection, seed, args.author_fraction, pool=args.pool, dissimilarity=rule,
+                              max_per_author_genre=args.max_per_author_genre) for seed in seeds]
         if places.record is not None:  # the record is compared with, never written over
             _check_against_record(splits, places.record)
         write_manifests([s for s in splits if places.record is None
                          or not manifest_path(places.record, s.collection, s.seed).exists()], places.folder)
     else:
         splits = get_splits(collection, seeds, places.folder, record=places.record, author_fraction=args.author_fraction,
-                            pool=args.pool, dissimilarity=rule)
+                            pool=args.pool, dissimilarity=rule, max_per_author_genre=args.max_per_author_genre)
     for split in splits:
         where = manifest_path(places.folder, collection.name, split.seed)
         if places.record is not None and manifest_path(places.record, collection.name, split.seed).exists():
@@ -250,7 +251,8 @@ def cmd_run(args) -> int:
                  run_name=args.name, depth=args.depth, overwrite=args.overwrite, runs_dir=args.runs_dir,
                  splits_dir=args.splits_dir, data_dir=args.data_dir, background=args.background,
                  author_fraction=args.author_fraction, progress=not args.no_progress, pool=args.pool,
-                 dissimilarity=_dissimilarity_arg(args), collection_name=args.name_collection)
+                 dissimilarity=_dissimilarity_arg(args), max_per_author_genre=args.max_per_author_genre,
+                 collection_name=args.name_collection)
     run_job(_registry(), job)
     return 0
 
@@ -265,7 +267,8 @@ def cmd_rerank(args) -> int:
     job = RerankJob(system=args.system, first_stage=args.first_stage, collection=args.collection, seeds=args.seeds,
                     overrides=overrides, run_name=args.name, depth=args.depth, overwrite=args.overwrite,
                     runs_dir=args.runs_dir, splits_dir=args.splits_dir, data_dir=args.data_dir,
-                    author_fraction=args.author_fraction, collection_name=args.name_collection)
+                    author_fraction=args.author_fraction, max_per_author_genre=args.max_per_author_genre,
+                    collection_name=args.name_collection)
     rerank_job(_registry(), job)
     return 0
 
@@ -476,6 +479,9 @@ def _add_data_options(sp) -> None:
     sp.add_argument("--max-needle-cosine", type=float, default=None, metavar="T",
                     help="dissimilarity rule: drop queries with a needle at word TF-IDF cosine >= T "
                          "(1: no rule; default: the collection's)")
+    sp.add_argument("--max-per-author-genre", type=int, default=None, metavar="N",
+                    help="keep at most N documents of any one author in any one genre, chosen by the seed, so no "
+                         "author outweighs the rest (0: no cap; default: the collection's)")
     _add_splits_dir(sp)
     _add_runs_dir(sp)
 

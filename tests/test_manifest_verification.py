@@ -76,6 +76,7 @@ EDITS = {
         c for c in o["candidates"] if c not in {n for v in o["needles"].values() for n in v})),
     "author fraction": lambda o: o["builder"].update(author_fraction=0.25),
     "pool": lambda o: o["builder"].update(pool="paper"),
+    "a cap on documents per (author, genre)": lambda o: o["builder"].update(max_per_author_genre=1),
     "builder name": lambda o: o["builder"].update(name="hand-made"),
     "source fingerprint": lambda o: o.update(source_sha256="0" * 64),
     "query genre": lambda o: o["queries"][0].update(genre="g9"),
@@ -130,6 +131,36 @@ def test_a_manifest_in_another_collections_folder_is_refused(env, tmp_path, caps
 
     with pytest.raises(DataError, match="folder 'other'"):
         read_manifest(other / "seed-0.json")
+
+
+@hostile("split setting out of range", "clear error")
+@pytest.mark.parametrize("verb", ["split", "run"])
+@pytest.mark.parametrize("option,value,words", [
+    ("--max-per-author-genre", "-1", "max documents per (author, genre) must be a whole number of at least 1"),
+    ("--author-fraction", "1.5", "author fraction must be in (0, 1]"),
+    ("--author-fraction", "0", "author fraction must be in (0, 1]"),
+])
+def test_a_split_setting_out_of_range_is_one_line(tmp_path, coll, capsys, verb, option, value, words):
+    args = {"split": ["split", "--overwrite"], "run": ["run", "bm25", "--no-progress"]}[verb]
+    line = one_line_error(*run_cli(capsys, *args, "--collection", coll, "--runs-dir", tmp_path / "runs",
+                                   "--splits-dir", tmp_path / "splits", option, value)[::2])
+    assert words in line
+    assert not (tmp_path / "splits").exists() and not (tmp_path / "runs").exists()
+
+
+@hostile("tampered manifest, resealed", "clear error")
+@pytest.mark.parametrize("cap", [-3, "many"])
+def test_a_manifest_recording_a_cap_out_of_range_is_one_line(env, tmp_path, cap):
+    from harness.data.collection import load_collection
+    from harness.errors import DataError
+    from harness.evaluation.splits import check_by_rebuilding, read_manifest
+
+    folder, base = env
+    path = folder / "seed-0.json"
+    _reseal(path, lambda o: o["builder"].update(max_per_author_genre=cap))
+    with pytest.raises(DataError, match=r"^[^\n]*seed-0.json: rebuilding it from its builder record fails "
+                                        r"\(max documents per \(author, genre\) must be a whole number of at least 1"):
+        check_by_rebuilding(read_manifest(path), path, load_collection("tiny", [base[1]]))
 
 
 MALFORMED = {

@@ -1,4 +1,5 @@
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -105,3 +106,75 @@ def test_manifest_from_other_data_is_refused(tmp_path, small_collection_file):
     changed = load_collection("small", [small_collection_file])
     with pytest.raises(DataError, match="different documents"):
         get_split(changed, 0, tmp_path)
+
+
+def _prolific(tmp_path, order=1):
+    """Author `big` with 30 documents in g1 and 12 in g2; six others with 2 + 2."""
+    recs = [doc(i, "big", "g1") for i in range(30)] + [doc(100 + i, "big", "g2") for i in range(12)]
+    recs += [doc(200 + 4 * a + j, f"a{a}", f"g{1 + j % 2}") for a in range(6) for j in range(4)]
+    return load_collection("prolific", [write_jsonl(tmp_path / "prolific.jsonl", recs[::order])])
+
+
+def _per_author_genre(split, collection):
+    counts: dict = {}
+    for d in [*(q.documentID for q in split.queries), *split.candidates]:
+        for a in collection.documents[d].authorIDs:
+            key = (a, collection.documents[d].genre)
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def test_the_cap_keeps_at_most_n_documents_per_author_and_genre(tmp_path):
+    c = _prolific(tmp_path)
+    for seed in SEEDS:
+        s = build_split(c, seed, 1.0, max_per_author_genre=5)
+        assert max(_per_author_genre(s, c).values()) == 5
+        assert _per_author_genre(s, c)[("a0", "g1")] == 2  # smaller cells are left whole
+        assert s.builder["max_per_author_genre"] == 5 and s.builder["left_out_by_cap"] == 25 + 7
+        check_split(s, c)
+    assert "max_per_author_genre" not in build_split(c, 0, 1.0).builder  # no cap: the builder record as before
+
+
+def test_the_cap_depends_on_the_seed_alone(tmp_path):
+    c = _prolific(tmp_path)
+    a = build_split(c, 1001, 1.0, max_per_author_genre=5).to_json()
+    random.seed(7)  # global randomness must not matter
+    assert build_split(_prolific(tmp_path / "again"), 1001, 1.0, max_per_author_genre=5).to_json() == a
+    reversed_file = _prolific(tmp_path / "reversed", order=-1)  # nor the order of the documents
+    assert build_split(reversed_file, 1001, 1.0, max_per_author_genre=5).to_json() == a
+    kept = [{q.documentID for q in build_split(c, seed, 1.0, max_per_author_genre=5).queries} for seed in SEEDS]
+    assert len({frozenset(k) for k in kept}) > 1  # another seed keeps other documents
+
+
+def test_the_cap_is_recorded_and_rebuilt(tmp_path, monkeypatch):
+    from harness.evaluation.splits import check_by_rebuilding
+
+    monkeypatch.setenv("AA_HARNESS_CACHE", str(tmp_path / "cache"))
+    c = _prolific(tmp_path)
+    capped = replace(c, split_defaults={"author_fraction": 1.0, "max_per_author_genre": 5})
+    split = get_split(capped, 0, tmp_path / "splits")
+    path = tmp_path / "splits" / "prolific" / "seed-0.json"
+    assert read_manifest(path).builder["max_per_author_genre"] == 5
+    check_by_rebuilding(read_manifest(path), path, c)  # the manifest's settings, not the collection's, rebuild it
+    assert get_split(capped, 0, tmp_path / "splits") == split
+    with pytest.raises(DataError, match=r"at most 5 documents per \(author, genre\), asked for at most 6"):
+        get_split(capped, 0, tmp_path / "splits", max_per_author_genre=6)
+    with pytest.raises(DataError, match="asked for no cap"):
+        get_split(capped, 0, tmp_path / "splits", max_per_author_genre=0)
+
+
+@pytest.mark.parametrize("cap", [-1, 1.5, True, "5"])
+def test_a_cap_out_of_range_is_one_line(tmp_path, cap):
+    from harness.errors import HarnessError
+
+    with pytest.raises(HarnessError, match=r"^max documents per \(author, genre\) must be a whole number of at least 1 "
+                                           r"\(0: no cap\), got .*$"):
+        build_split(_prolific(tmp_path), 0, 1.0, max_per_author_genre=cap)
+
+
+@pytest.mark.parametrize("fraction", [0, -0.5, 1.5])
+def test_an_author_fraction_out_of_range_is_one_line(demo, fraction):
+    from harness.errors import HarnessError
+
+    with pytest.raises(HarnessError, match=r"^author fraction must be in \(0, 1\], got "):
+        build_split(demo, 0, fraction)

@@ -27,7 +27,9 @@ A collection may also set a query-needle dissimilarity rule (harness.evaluation.
 queries whose nearest needle is lexically too close are dropped after step 3, and the manifest
 records the rule and what it removed. A collection without a rule may instead ask for each query's
 largest query-needle cosine to be recorded (split default `needle_cosine`: the rule's measure, no
-threshold), so a view of all queries can be cut into strata afterwards. Settings not given by the caller come from the
+threshold), so a view of all queries can be cut into strata afterwards. A collection may also cap the documents per
+(author, genre) (harness.evaluation.author_cap): before step 1, the seed keeps at most N documents of each larger
+cell and leaves the rest out of the split. Settings not given by the caller come from the
 collection's `split_defaults`, else the defaults below. A manifest built with the legacy
 settings (pool "all", no rule, no collection defaults) keeps the original builder record, so
 older manifests stay byte-identical.
@@ -111,19 +113,25 @@ class SplitSettings:
     author_fraction: float
     pool: str
     dissimilarity: Any  # DissimilarityRule | None
+    max_per_author_genre: int | None = None  # harness.evaluation.author_cap; None: no cap
 
     @property
     def legacy(self) -> bool:
-        return self.pool == DEFAULT_POOL and self.dissimilarity is None
+        return self.pool == DEFAULT_POOL and self.dissimilarity is None and self.max_per_author_genre is None
 
 
 def split_settings(collection: Collection, author_fraction: float | None = None, pool: str | None = None,
-                   dissimilarity: Any = None) -> SplitSettings:
-    """The caller's settings, else the collection's `split_defaults`, else the harness defaults."""
+                   dissimilarity: Any = None, max_per_author_genre: int | None = None) -> SplitSettings:
+    """The caller's settings, else the collection's `split_defaults`, else the harness defaults.
+    max_per_author_genre: None takes the collection's, 0 is no cap."""
+    from harness.evaluation.author_cap import SETTING, check_cap
     from harness.evaluation.dissimilarity import DissimilarityRule
 
     d = collection.split_defaults
     fraction = author_fraction if author_fraction is not None else float(d.get("author_fraction", DEFAULT_AUTHOR_FRACTION))
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+        raise HarnessError(f"author fraction must be in (0, 1], got {fraction!r}")
+    cap = check_cap(max_per_author_genre if max_per_author_genre is not None else d.get(SETTING))
     pool = pool or str(d.get("pool", DEFAULT_POOL))
     if pool not in POOLS:
         raise HarnessError(f"unknown candidate pool {pool!r} (known: {', '.join(POOLS)})")
@@ -132,23 +140,29 @@ def split_settings(collection: Collection, author_fraction: float | None = None,
         rule = DissimilarityRule.from_dict(rule)
     if rule is not None and rule is not False and rule.threshold >= 1:
         rule = None  # a cosine threshold of 1 or more removes nothing: no rule
-    return SplitSettings(fraction, pool, rule or None)
+    return SplitSettings(fraction, pool, rule or None, cap)
 
 
 def build_split(collection: Collection, seed: int, author_fraction: float | None = None, *, pool: str | None = None,
-                dissimilarity: Any = None) -> Split:
+                dissimilarity: Any = None, max_per_author_genre: int | None = None) -> Split:
     """Sample a split from `collection` with seed `seed` (see the module docstring).
 
-    author_fraction, pool ("all" or "paper") and dissimilarity (a DissimilarityRule, or False
-    for none) default to the collection's split_defaults. The steps, in order: sample the
-    authors, pick their queries, make the candidate pool, find each query's needles, apply the
-    collection's rule; the seeded generator is read by the first two only.
+    author_fraction, pool ("all" or "paper"), dissimilarity (a DissimilarityRule, or False
+    for none) and max_per_author_genre (0 for none) default to the collection's split_defaults.
+    The steps, in order: cap the documents per (author, genre), sample the authors, pick their
+    queries, make the candidate pool, find each query's needles, apply the collection's rule;
+    the seeded generator is read by the sampling and the picking only.
     """
     if collection.given_splits is not None:
         return _given_split(collection, seed)
-    settings = split_settings(collection, author_fraction, pool, dissimilarity)
-    if not 0 < settings.author_fraction <= 1:
-        raise HarnessError(f"author fraction must be in (0, 1], got {settings.author_fraction}")
+    settings = split_settings(collection, author_fraction, pool, dissimilarity, max_per_author_genre)
+    source = collection
+    left_out: frozenset[str] = frozenset()
+    if settings.max_per_author_genre is not None:
+        from harness.evaluation.author_cap import left_out_by_cap, without
+
+        left_out = left_out_by_cap(source, settings.max_per_author_genre, seed)
+        collection = without(source, left_out)
     rng = random.Random(seed)
     sampled = _sample_authors(collection, settings.author_fraction, rng)
     query_genre = _pick_queries(collection, sampled, rng)
@@ -159,7 +173,9 @@ def build_split(collection: Collection, seed: int, author_fraction: float | None
         builder.update(pool=settings.pool, pool_sizes=pool_sizes)
         if collection.derivation:
             builder["derivation"] = dict(collection.derivation)
-    needles = _apply_rule(collection, settings, needles, builder)
+    if settings.max_per_author_genre is not None:
+        builder.update(max_per_author_genre=settings.max_per_author_genre, left_out_by_cap=len(left_out))
+    needles = _apply_rule(source, settings, needles, builder)  # the rule's measure is fitted on every document
     docs = collection.documents
     split = Split(
         collection=collection.name,
@@ -168,9 +184,9 @@ def build_split(collection: Collection, seed: int, author_fraction: float | None
         candidates=tuple(candidates),
         needles=needles,
         builder=builder,
-        source_sha256=collection.fingerprint(),
+        source_sha256=source.fingerprint(),
     )
-    check_split(split, collection)
+    check_split(split, source)
     return split
 
 
@@ -357,7 +373,8 @@ def _rebuilt(split: Split, collection: Collection, where: str) -> Split | None:
     rule = b.get("dissimilarity")
     try:
         return build_split(collection, split.seed, b.get("author_fraction"), pool=b.get("pool", DEFAULT_POOL),
-                           dissimilarity=DissimilarityRule.from_dict(rule) if isinstance(rule, dict) else False)
+                           dissimilarity=DissimilarityRule.from_dict(rule) if isinstance(rule, dict) else False,
+                           max_per_author_genre=b.get("max_per_author_genre") or 0)
     except (HarnessError, TypeError, ValueError, KeyError) as e:
         raise DataError(f"{where}: rebuilding it from its builder record fails ({e})") from None
 
@@ -453,6 +470,7 @@ def get_split(
     write: bool = True,
     pool: str | None = None,
     dissimilarity: Any = None,
+    max_per_author_genre: int | None = None,
 ) -> Split:
     """The committed manifest when there is one (checked against the data), else a fresh build.
 
@@ -475,7 +493,7 @@ def get_split(
                     f"{collection.name!r} changed on purpose, rebuild with `aa-harness split --overwrite` "
                     "(this replaces the old manifests, and results made on them no longer match)"
                 )
-            want = split_settings(collection, author_fraction, pool, dissimilarity)
+            want = split_settings(collection, author_fraction, pool, dissimilarity, max_per_author_genre)
             if split.builder.get("author_fraction") != want.author_fraction:
                 raise DataError(
                     f"{path}: built with author fraction {split.builder.get('author_fraction')}, asked for {want.author_fraction}"
@@ -489,10 +507,15 @@ def get_split(
                     have_rule is not None and want_rule is not None
                     and {k: have_rule.get(k) for k in want_rule} != want_rule):
                 raise DataError(f"{path}: built with dissimilarity rule {have_rule}, asked for {want_rule}")
+            have_cap = split.builder.get("max_per_author_genre")
+            if have_cap != want.max_per_author_genre:
+                raise DataError(f"{path}: built with {_cap_words(have_cap)} per (author, genre), asked for "
+                                f"{_cap_words(want.max_per_author_genre)} (--max-per-author-genre)")
         check_split(split, collection)
         check_by_rebuilding(split, path, collection)
         return split
-    split = build_split(collection, seed, author_fraction, pool=pool, dissimilarity=dissimilarity)
+    split = build_split(collection, seed, author_fraction, pool=pool, dissimilarity=dissimilarity,
+                        max_per_author_genre=max_per_author_genre)
     if write:
         write_manifest(split, splits_dir)
     return split
@@ -507,10 +530,12 @@ def get_splits(
     author_fraction: float | None = None,
     pool: str | None = None,
     dissimilarity: Any = None,
+    max_per_author_genre: int | None = None,
 ) -> list[Split]:
     """get_split for each seed, writing no manifest unless every requested seed builds."""
     splits = [get_split(collection, seed, splits_dir, record=record, author_fraction=author_fraction, write=False,
-                        pool=pool, dissimilarity=dissimilarity) for seed in seeds]
+                        pool=pool, dissimilarity=dissimilarity, max_per_author_genre=max_per_author_genre)
+              for seed in seeds]
 
     def have(split) -> bool:
         in_record = record is not None and manifest_path(record, split.collection, split.seed).exists()
@@ -518,6 +543,19 @@ def get_splits(
 
     write_manifests([s for s in splits if not have(s)], splits_dir)  # one set
     return splits
+
+
+def _cap_words(cap: Any) -> str:
+    return "no cap on the documents" if cap is None else f"at most {cap} documents"
+
+
+def largest_author_share(split: Split) -> tuple[str, int]:
+    """The author with the most queries in the split, and how many (a co-authored query counts for each author)."""
+    per: dict[str, int] = {}
+    for q in split.queries:
+        for a in q.authorIDs:
+            per[a] = per.get(a, 0) + 1
+    return min(per.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 def counts_table(splits: Sequence[Split]) -> str:
@@ -530,12 +568,18 @@ def counts_table(splits: Sequence[Split]) -> str:
         b = s.builder
         sizes = b.get("pool_sizes")
         rule = b.get("dissimilarity")
-        rows.append([s.collection, s.seed, c["query_authors"], c["queries"], c["candidates"], c["needles"],
+        cap = b.get("max_per_author_genre")
+        top = largest_author_share(s)[1]
+        rows.append([s.collection, s.seed, c["query_authors"], c["queries"], f"{top} ({100 * top / c['queries']:.0f}%)",
+                     c["candidates"], c["needles"],
                      b.get("author_fraction", "—"), b.get("pool", DEFAULT_POOL) if b.get("name") == BUILDER else "given",
+                     f"{cap} ({b.get('left_out_by_cap', 0)} left out)" if cap is not None else "—",
                      f"{sizes['paper']} / {sizes['all']}" if sizes else "—",
                      (f"needle cos < {rule['threshold']}: dropped {rule['queries_dropped']} of {rule['queries_before']} "
                       f"queries, {rule['query_authors_before'] - c['query_authors']} of {rule['query_authors_before']} authors")
                      if rule else "—"])
-    return tabulate(rows, headers=["collection", "seed", "query authors", "queries", "candidates", "query-needle pairs",
-                                   "author fraction", "pool", "pool size paper / all", "dissimilarity rule: dropped"],
+    return tabulate(rows, headers=["collection", "seed", "query authors", "queries", "largest author's queries",
+                                   "candidates", "query-needle pairs", "author fraction", "pool",
+                                   "max documents per (author, genre)", "pool size paper / all",
+                                   "dissimilarity rule: dropped"],
                     tablefmt="github", disable_numparse=True)

@@ -63,6 +63,7 @@ class RerankJob:
     data_dir: str | None = None
     author_fraction: float | None = None  # None: the collection's default
     collection_name: str | None = None
+    max_per_author_genre: int | None = None  # None: the collection's; 0: no cap
 
 
 def default_run_name(first_stage: str, system: str, config) -> str:
@@ -103,7 +104,8 @@ def rerank_job(registry: Registry, job: RerankJob, log=_log.info) -> list[RunOut
                    warn=_log.warning)
     check_one_config(runs_dir / collection.name / name, spec.name,
                      {**recorded, "first_stage": job.first_stage}, seeds, job.overwrite)
-    splits = get_splits(collection, seeds, places.folder, record=places.record, author_fraction=job.author_fraction)
+    splits = get_splits(collection, seeds, places.folder, record=places.record, author_fraction=job.author_fraction,
+                        max_per_author_genre=job.max_per_author_genre)
     system, outcomes = None, []
     for seed, split in zip(seeds, splits):
         first = result_path(runs_dir, collection.name, job.first_stage, seed)

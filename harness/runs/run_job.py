@@ -107,6 +107,7 @@ class RunJob:
     collection_name: str | None = None  # names a path collection (--name-collection)
     pool: str | None = None
     dissimilarity: object = None
+    max_per_author_genre: int | None = None  # None: the collection's; 0: no cap
 
 
 def unique_seeds(seeds: Sequence[int]) -> list[int]:
@@ -173,7 +174,8 @@ def run_job(registry: Registry, job: RunJob, log=_log.info) -> list[RunOutcome]:
     places = split_places(registry, job.collection, runs_dir, job.splits_dir)
     splits = get_splits(collection, unique_seeds(job.seeds), places.folder, record=places.record,
                         author_fraction=job.author_fraction,
-                        pool=job.pool, dissimilarity=job.dissimilarity)
+                        pool=job.pool, dissimilarity=job.dissimilarity,
+                        max_per_author_genre=job.max_per_author_genre)
     outcomes = []
     for spec in specs:
         cfg = configs[spec.name]
