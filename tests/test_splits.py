@@ -99,6 +99,33 @@ def test_kept_pan19_v1_manifests_are_the_first_release_split(corpora):
         assert kept == built
 
 
+def test_kept_pan19_uncapped_manifests_are_the_split_before_the_cap(corpora):
+    """The manifests the moved pan19-en runs (leaderboards/stale/pan19-en-v2-uncapped) were made on:
+    pan19-en-v2-uncapped (the second release, no cap, author fraction 0.5) builds them, byte for byte but
+    for the collection's name."""
+    import json
+
+    from harness.data.builtin import pan_collection
+
+    c = pan_collection("pan19-en-v2-uncapped", corpora)
+    for seed in SEEDS:
+        kept = json.loads((RECORD / "pan19-en-v2-uncapped" / f"seed-{seed}.json").read_text(encoding="utf-8"))
+        built = json.loads(build_split(c, seed).to_json())
+        assert kept.pop("collection") == "pan19-en" and built.pop("collection") == "pan19-en-v2-uncapped"
+        kept.pop("sha256"), built.pop("sha256")
+        assert kept == built
+
+
+def test_no_committed_pan19_manifest_gives_one_author_over_a_quarter_of_the_queries():
+    from harness.evaluation.splits import largest_author_share
+
+    for seed in SEEDS:
+        split = read_manifest(RECORD / "pan19-en" / f"seed-{seed}.json")
+        author, n = largest_author_share(split)
+        assert 4 * n <= len(split.queries), f"seed {seed}: {author} has {n} of {len(split.queries)} queries"
+        assert split.builder["max_per_author_genre"] == 22 and split.builder["author_fraction"] == 1.0
+
+
 def test_manifest_from_other_data_is_refused(tmp_path, small_collection_file):
     c = load_collection("small", [small_collection_file])
     get_split(c, 0, tmp_path)
