@@ -28,6 +28,7 @@ from harness.reports.significance import (
     p_text,
     run_author_macro,
 )
+from harness.reports.split_settings_note import split_settings_note
 
 BASELINE = "bm25"
 
@@ -87,7 +88,7 @@ def collection_page(collection: str, runs: dict, names: list[str], splits_dir: P
                      vs_best or "(best)", vs_base or ("(baseline)" if n == base else "")])
     table = markdown_table(rows, headers=["run", "seeds", "S@8", "S@100", "MRR@20", "S@8 pooled", "S@8 author-macro",
                                           f"S@8 vs best ({best})", f"S@8 vs {BASELINE}"], disable_numparse=True)
-    notes = []
+    notes = [note] if (note := split_settings_note(collection, runs, names, splits_dir)) else []
     if "bm25" in names and "char-ngram" in names:
         a, b = runs[(collection, "char-ngram")], runs[(collection, "bm25")]
         need, sd, have = needed_authors(a, b, splits_dir)
