@@ -238,6 +238,9 @@ class Plan:
                 if res is None or res.get("system") != step.system:
                     missing.append(f"{collection} seed {seed}")
                     continue
+                if res.get("split_sha256") != self.split_sha256(collection, seed):
+                    missing.append(f"{collection} seed {seed} (made on another split)")
+                    continue
                 got = {k: v for k, v in res.get("config", {}).items()
                        if k != "first_stage_rankings_sha256" and k not in training_run}
                 if step.model:
@@ -253,6 +256,16 @@ class Plan:
             shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
             return Status(False, f"no current result for {shown}")
         return Status(True, f"{len(step.collections) * len(self.exp.seeds)} results current")
+
+    def split_sha256(self, collection: str, seed: int) -> str | None:
+        """The sha256 of the manifest a run of this collection and seed reads now (None: none yet)."""
+        from harness.errors import HarnessError
+        from harness.evaluation.splits import find_manifest, read_manifest
+
+        try:
+            return read_manifest(find_manifest(locations.manifest_dirs(self.runs_dir), collection, seed)).sha256
+        except HarnessError:
+            return None
 
     # ---- leaderboard -------------------------------------------------------------------------
 
