@@ -230,21 +230,23 @@ CLAIMS = [
 # n(d_q) only, and all three pools beat every subset). The other claims the README made after
 # seeing the data: the power study's char-ngram − bm25, the cosine variant found when the paper's
 # dot product did not train, and the comparisons added to explain a result. Those are exploratory.
-PRE_STATED = frozenset({
-    "trained ≫ char n-grams",
-    "SADIRI beats BM25",
-    "the 1.5B retriever over char n-grams",
-    "SADIRI-v2 1.5B ≥ SADIRI",
-    "SADIRI ≥ LUAR",
-    "bigger backbone ≥ smaller (trained)",
-    "all three pools beat the retriever",
-    "n(d_q) alone falls below the retriever",
-    "n(d_q) + n(r) against all three pools",
-    "n(d_q+) + n(r) against all three pools",
-    "all three pools beat n(r) alone",
-    "all three pools beat n(d_q+) alone",
-    "all three pools beat n(d_q) + n(d_q+)",
-})
+PRE_STATED = frozenset(
+    {
+        "trained ≫ char n-grams",
+        "SADIRI beats BM25",
+        "the 1.5B retriever over char n-grams",
+        "SADIRI-v2 1.5B ≥ SADIRI",
+        "SADIRI ≥ LUAR",
+        "bigger backbone ≥ smaller (trained)",
+        "all three pools beat the retriever",
+        "n(d_q) alone falls below the retriever",
+        "n(d_q) + n(r) against all three pools",
+        "n(d_q+) + n(r) against all three pools",
+        "all three pools beat n(r) alone",
+        "all three pools beat n(d_q+) alone",
+        "all three pools beat n(d_q) + n(d_q+)",
+    }
+)
 ALPHA = 0.05
 
 
@@ -313,15 +315,34 @@ def claims_table(results, family: str) -> tuple[str, int, int, int]:
             rows.append([claim, collection, f"`{a}` − `{b}`", said, note, "", "", ""])
             continue
         holm_p = next(adjusted) if adjusted is not None else None
-        rows.append([claim, collection, f"`{a}` − `{b}`", said,
-                     f"{100 * r.diff:+.1f} [{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}], "
-                     f"{r.n_queries} queries in {r.n_clusters} author clusters",
-                     p_text(r), "" if holm_p is None else f"{holm_p:.4f}",
-                     _verdict(r, holm_p) + (f"; {note}" if note else "")])
-    table = tabulate(rows, headers=["claim", "collection", "A − B", "the README said",
-                                    "recomputed (Success@8 points, 95% interval)", "p ± Monte Carlo SE",
-                                    "Holm-adjusted p" if pre else "(no family-wise claim)", "now"],
-                     tablefmt="github", disable_numparse=True)
+        rows.append(
+            [
+                claim,
+                collection,
+                f"`{a}` − `{b}`",
+                said,
+                f"{100 * r.diff:+.1f} [{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}], "
+                f"{r.n_queries} queries in {r.n_clusters} author clusters",
+                p_text(r),
+                "" if holm_p is None else f"{holm_p:.4f}",
+                _verdict(r, holm_p) + (f"; {note}" if note else ""),
+            ]
+        )
+    table = tabulate(
+        rows,
+        headers=[
+            "claim",
+            "collection",
+            "A − B",
+            "the README said",
+            "recomputed (Success@8 points, 95% interval)",
+            "p ± Monte Carlo SE",
+            "Holm-adjusted p" if pre else "(no family-wise claim)",
+            "now",
+        ],
+        tablefmt="github",
+        disable_numparse=True,
+    )
     raw = sum(r.p_value < ALPHA for r in tested)
     held = sum(p < ALPHA for p in holm([r.p_value for r in tested])) if pre else 0
     return table, len(tested), raw, held
@@ -346,7 +367,7 @@ def render() -> str:
         "The README set out to test the paper's orderings (Table 1: trained systems ≫ the baselines, "
         "SADIRI-v2 ≥ SADIRI ≥ LUAR, a bigger backbone ≥ a smaller one; Table 2: the reranker with all three "
         "negative pools > the retriever > the reranker with n(d_q) only, and all three pools beat every subset). "
-        f"These {n_pre} tests are one family: \"now\" reads Holm's adjusted p, which holds the chance of any "
+        f'These {n_pre} tests are one family: "now" reads Holm\'s adjusted p, which holds the chance of any '
         f"false claim among them at {ALPHA}. {raw_pre} of {n_pre} have p < {ALPHA}; {held_pre} stay below it "
         f"after Holm's adjustment.\n\n{pre_table}\n\n"
         "## Exploratory: claims made after seeing the data\n\n"

@@ -68,8 +68,7 @@ def _manifests():
     from harness.evaluation.splits import read_manifest
 
     paths = sorted(_record_dir().glob("*/seed-*.json"))
-    return [read_manifest(p) for p in paths
-            if json.loads(p.read_text(encoding="utf-8"))["collection"] == p.parent.name]
+    return [read_manifest(p) for p in paths if json.loads(p.read_text(encoding="utf-8"))["collection"] == p.parent.name]
 
 
 def split_counts() -> str:
