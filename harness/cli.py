@@ -285,10 +285,12 @@ def cmd_submit(args) -> int:
 
 
 def cmd_train(args) -> int:
+    from harness import progress
     from harness.config import parse_set_args
     from harness.runs.train_job import train_job
 
-    out = train_job(_registry(), args.system, args.train, args.out, parse_set_args(args.set))
+    with progress.enabled(not args.no_progress):
+        out = train_job(_registry(), args.system, args.train, args.out, parse_set_args(args.set))
     print(f"trained model: {out}")
     return 0
 
@@ -299,14 +301,17 @@ def cmd_curate(args) -> int:
     settings = CurationSettings(min_words=args.min_words, min_docs=args.min_docs, max_docs=args.max_docs,
                                 max_cosine=args.max_cosine, sbert_model=args.sbert_model, ner=args.ner,
                                 device=args.device)
+    from harness import progress
     from harness.runs.systems import text_embedder
 
-    if args.pairs:
-        report = curate(args.input, args.out, settings, pairs_file=args.pairs)
-    else:
-        embed = text_embedder(_registry(), settings.embedder, {"model": settings.sbert_model, "device": settings.device,
-                                                               "batch_size": settings.batch_size})
-        report = curate(args.input, args.out, settings, embed=embed)
+    with progress.enabled(not args.no_progress):
+        if args.pairs:
+            report = curate(args.input, args.out, settings, pairs_file=args.pairs)
+        else:
+            embed = text_embedder(_registry(), settings.embedder, {"model": settings.sbert_model,
+                                                                   "device": settings.device,
+                                                                   "batch_size": settings.batch_size})
+            report = curate(args.input, args.out, settings, embed=embed)
     for step in report["steps"]:
         print(f"{step['step']:>12}: removed {step['removed_documents']:>6} documents, {step['removed_authors']:>5} authors; "
               f"{step['documents']:>6} documents by {step['authors']:>5} authors remain")
@@ -641,6 +646,8 @@ def _add_train_parser(sub) -> None:
     sp.add_argument("--train", nargs="+", required=True, help="canonical JSONL(.gz) training files (e.g. curated blogs)")
     sp.add_argument("--out", type=Path, required=True, help="output folder: model/, train_log.json, checkpoint/")
     _add_set(sp, "override a config value (repeatable)")
+    sp.add_argument("--no-progress", action="store_true",
+                    help="no progress bars (hard-negative mining, training); the log lines still print")
     sp.set_defaults(fn=cmd_train)
 
 
@@ -659,6 +666,8 @@ def _add_curate_parser(sub) -> None:
                     help="the embedder of the dissimilar-pair step (hub id or local folder)")
     sp.add_argument("--ner", default="spacy", choices=["spacy", "none"], help="person-name detection (none: patterns only)")
     sp.add_argument("--device", default="auto", help="cuda, cpu or auto (CUDA when present)")
+    sp.add_argument("--no-progress", action="store_true",
+                    help="no progress bars (embedding, name recognition); the step lines still print")
     sp.set_defaults(fn=cmd_curate)
 
 

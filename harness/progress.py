@@ -1,10 +1,16 @@
-"""Progress for a run: one bar per phase with an ETA, and a warning when encoding will be slow.
+"""Progress for long work: one bar per phase with an ETA, and a warning when encoding will be slow.
 
 A seed goes through named phases -- "encode candidates", "encode queries", "search", "score"
 (or one "rank" phase for a system that ranks by itself). Each is one tqdm bar on stderr, never
 nested; the libraries' own bars (sentence-transformers, the encoding loop) are switched off
 while the harness shows its own. Before encoding, a small batch is timed and the whole
 encoding extrapolated from it; above `warn_seconds()` the user is told, with what to change.
+
+Long work outside a run uses the same bars: training ("epoch N", with the loss), the epoch's
+hard-negative mining ("hard negatives: encode", "hard negatives: cluster"), encoding outside a
+run (curation's embedder) and curation's name recognition. tqdm gives each bar its rate and
+time left; where a bar cannot be shown (stderr is not a terminal), the caller logs a line with
+`time_left`.
 
 `enabled(False)` (the CLI's --no-progress) silences the bars; warnings still print.
 """
@@ -58,22 +64,48 @@ def seed_scope(total_documents: int, what: str = "") -> Iterator[dict]:
         _timings.reset(t2)
 
 
-def _bar(desc: str, total: int, unit: str):
+def _bar(desc: str, total: int, unit: str, initial: int = 0):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, unit=unit, disable=not is_enabled(), file=sys.stderr, leave=False,
-                dynamic_ncols=True)
+    return tqdm(total=total, desc=desc, unit=unit, initial=initial, disable=not is_enabled(), file=sys.stderr,
+                leave=False, dynamic_ncols=True)
+
+
+class Advance:
+    """What a phase yields: advance(n) moves its bar by n units (tqdm shows the rate and the time left);
+    set_total(n) corrects the total once it is known; note("loss 0.41") shows a short status beside it."""
+
+    def __init__(self, bar):
+        self._bar = bar
+
+    def __call__(self, n: int = 1) -> None:
+        self._bar.update(n)
+
+    def set_total(self, total: int) -> None:
+        self._bar.total = total
+        self._bar.refresh()
+
+    def note(self, text: str) -> None:
+        self._bar.set_postfix_str(text, refresh=False)
 
 
 @contextlib.contextmanager
-def phase(desc: str, total: int = 1, unit: str = "step") -> Iterator[Callable[[int], None]]:
-    """A phase of `total` units; yields advance(n). Its wall time is recorded for the seed's summary."""
+def phase(desc: str, total: int = 1, unit: str = "step", *, initial: int = 0) -> Iterator[Advance]:
+    """A phase of `total` units (`initial` of them already done, e.g. on resuming); yields advance(n).
+    Its wall time is recorded for the seed's summary."""
     start = time.perf_counter()
-    with _bar(desc, total, unit) as bar:
-        yield bar.update
+    with _bar(desc, total, unit, initial) as bar:
+        yield Advance(bar)
     timings = _timings.get()
     if timings is not None:
         timings[desc] = timings.get(desc, 0.0) + time.perf_counter() - start
+
+
+def time_left(done: int, total: int, seconds: float) -> str:
+    """"about 3 min left" from `done` of `total` units in `seconds`; "" before the first unit."""
+    if done <= 0 or total <= done:
+        return ""
+    return f"about {_fmt_seconds(seconds / done * (total - done))} left"
 
 
 def _fmt_seconds(s: float) -> str:
@@ -127,8 +159,9 @@ def _maybe_warn(state: dict, per_doc: float, device: str) -> None:
     state["warned"] = True  # once per seed
     on = f" on {device}" if device else ""
     cpu = not device or device.lower().startswith("cpu")
-    advice = ("run it on a GPU (--set device=cuda) or pick a smaller model (e.g. --set model=sentence-transformers/"
-              "all-MiniLM-L6-v2)") if cpu else "pick a smaller model or a larger batch"
+    # the advice keeps the model: a run's --model (a trained folder) is `model` too, so --set model=… would replace it
+    advice = ("run it on a GPU (--set device=cuda), or try the system on a smaller split first (--author-fraction 0.05 "
+              "--seeds 0)") if cpu else "raise the encoding batch's token budget if memory allows (--set encode_max_tokens=…)"
     print(f"aa-harness: warning: encoding {state['total']:,} documents{' with ' + state['what'] if state['what'] else ''}"
           f"{on} will take about {_fmt_seconds(estimate)} more for this seed (at {per_doc:.2f} s a document); {advice}. "
           "Finished seeds are kept; Ctrl-C and a rerun continue.", file=sys.stderr, flush=True)

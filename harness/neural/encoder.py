@@ -10,9 +10,9 @@ cached shard by shard.
 """
 from __future__ import annotations
 
-import sys
+import contextlib
 import warnings
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -132,8 +132,12 @@ class TokenEncoder(TextEncoder):
 
 @torch.inference_mode()
 def embed_features(model: TextEncoder, features: Sequence[Any], device: torch.device, *, max_tokens: int = 65536,
-                   max_batch: int = 512, progress: bool = False, desc: str = "encoding", amp: bool = True) -> np.ndarray:
+                   max_batch: int = 512, progress: bool = False, desc: str = "encoding", amp: bool = True,
+                   advance: Callable[[int], None] | None = None) -> np.ndarray:
     """Embed features in token-budget batches; returns float32 rows in input order.
+
+    progress: a bar of its own (`harness.progress.phase(desc)`, documents, with the time left);
+    advance: a caller's bar instead, moved by each batch's documents. Neither changes the batches.
 
     amp: bf16 autocast on CUDA (for fp32 master weights in training); a model already in its
     inference dtype needs none. The packed path runs in the model's own dtype.
@@ -144,28 +148,40 @@ def embed_features(model: TextEncoder, features: Sequence[Any], device: torch.de
     from harness.neural.oom import retry_on_oom
 
     # Out of GPU memory: halve the token budget and retry (said once), rather than lose the run.
-    return retry_on_oom(lambda budget: _embed_features(model, features, device, max_tokens=budget, max_batch=max_batch,
-                                                       progress=progress, desc=desc, amp=amp),
-                        max_tokens, what=desc)
+    def run(budget: int) -> np.ndarray:
+        if advance is not None or not progress:
+            return _embed_features(model, features, device, max_tokens=budget, max_batch=max_batch, amp=amp,
+                                   advance=advance)
+        from harness.progress import phase
+
+        with phase(desc, len(features), "doc") as own:
+            return _embed_features(model, features, device, max_tokens=budget, max_batch=max_batch, amp=amp,
+                                   advance=own)
+
+    # Out of GPU memory: halve the token budget and retry (said once), rather than lose the run.
+    return retry_on_oom(run, max_tokens, what=desc)
 
 
 def _embed_features(model: TextEncoder, features: Sequence[Any], device: torch.device, *, max_tokens: int,
-                    max_batch: int, progress: bool, desc: str, amp: bool) -> np.ndarray:
-    from tqdm.auto import tqdm
-
+                    max_batch: int, amp: bool, advance: Callable[[int], None] | None) -> np.ndarray:
     if getattr(model, "fast_embed", None) is not None:
-        return model.fast_embed(features, device, max_tokens=max_tokens)
+        out = model.fast_embed(features, device, max_tokens=max_tokens)
+        if advance is not None:
+            advance(len(features))
+        return out
     batches = token_budget_batches([model.feature_length(f) for f in features], max_tokens, max_batch)
     pin = device.type == "cuda"
     parts: list[torch.Tensor] = []
     was_training = model.training
     model.eval()
     try:
-        for batch in tqdm(batches, desc=desc, unit="batch", disable=not progress, file=sys.stderr):
+        for batch in batches:
             host = model.collate([features[i] for i in batch])
             tensors = {k: (v.pin_memory() if pin else v).to(device, non_blocking=True) for k, v in host.items()}
             with autocast(device, amp):
                 parts.append(model.embed(**tensors).float())
+            if advance is not None:
+                advance(len(batch))
     finally:
         model.train(was_training)
     return in_input_order(parts, batches, len(features))
@@ -179,17 +195,26 @@ def encode_texts(model: TextEncoder, texts: Sequence[str], device: torch.device,
     Under torchrun (several processes) the texts are sharded over the ranks' devices.
     """
     from harness.neural.distributed import world_size
+    from harness.progress import phase
 
-    def encode(chunk: list[str]) -> np.ndarray:
-        features = model.featurize(chunk)
-        if world_size() > 1:
-            from harness.neural.sharded import embed_sharded
+    with phase(desc, len(texts), "doc") if progress else contextlib.nullcontext(None) as advance:
 
-            return embed_sharded(model, features, device, embed=embed_features, max_tokens=max_tokens, max_batch=max_batch)
-        return embed_features(model, features, device, max_tokens=max_tokens, max_batch=max_batch,
-                              progress=progress, desc=desc)
+        def encode(chunk: list[str]) -> np.ndarray:
+            features = model.featurize(chunk)
+            if world_size() > 1:
+                from harness.neural.sharded import embed_sharded
 
-    return cached_encode(texts, cache, encode, flush_every=flush_every)
+                out = embed_sharded(model, features, device, embed=embed_features, max_tokens=max_tokens,
+                                    max_batch=max_batch)
+                if advance is not None:
+                    advance(len(chunk))
+                return out
+            return embed_features(model, features, device, max_tokens=max_tokens, max_batch=max_batch,
+                                  advance=advance)
+
+        # one bar over every text the cache lacks, however many chunks they are cached in
+        return cached_encode(texts, cache, encode, flush_every=flush_every,
+                             on_todo=advance.set_total if advance is not None else None)
 
 
 _RENAMED = {"BiEncoder": "TextEncoder", "TokenBiEncoder": "TokenEncoder"}  # old name -> new; the cross-encoder is one too

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import torch
-from tqdm.auto import tqdm
 
+from harness import progress as progress_module
 from harness.atomic import atomic_write_text
 from harness.errors import HarnessError
 from harness.neural import distributed as D
@@ -113,10 +113,17 @@ class ContrastivePairs:
             names = [a for a in authors for _ in authors[a]]
             texts = [t for a in authors for t in authors[a]]
             t0 = time.perf_counter()
-            vecs = embed_features(model, model.featurize(texts), device, max_tokens=recipe.encode_max_tokens)
+            # the epoch starts by embedding every training document: on a CPU the longest wait of a
+            # short training, so it has a bar with the time left (and a line where no bar shows)
+            log(f"epoch {epoch}: hard negatives: encoding {len(texts):,} documents on {device_label(device)}")
+            with progress_module.phase(f"epoch {epoch}: hard negatives: encode", len(texts), "doc") as advance:
+                vecs = embed_features(model, model.featurize(texts), device, max_tokens=recipe.encode_max_tokens,
+                                      advance=advance)
             proj = vecs.shape[1] // 3 if recipe.project_for_clustering else None
-            batches = hard_negative_batches(vecs, names, recipe.authors_per_batch, cluster_factor=recipe.cluster_factor,
-                                            project_to=proj, seed=seed)
+            with progress_module.phase(f"epoch {epoch}: hard negatives: cluster", 1) as advance:
+                batches = hard_negative_batches(vecs, names, recipe.authors_per_batch,
+                                                cluster_factor=recipe.cluster_factor, project_to=proj, seed=seed)
+                advance(1)
             log(f"epoch {epoch}: hard-negative batches from {len(texts)} documents in {time.perf_counter() - t0:.1f}s")
         else:
             batches = random_batches(list(authors), recipe.authors_per_batch, seed)
@@ -260,39 +267,50 @@ class _Run:
             progress.update(plan=D.broadcast(plan), step=0)
         plan = progress["plan"]
         t_epoch, docs, tokens, pending, t0 = time.perf_counter(), 0, 0, [], time.perf_counter()
-        bar = tqdm(total=len(plan), initial=progress["step"], desc=f"epoch {epoch}", unit="batch", file=sys.stderr,
-                   disable=not (D.is_main() and sys.stderr.isatty()))
-        stop = False
-        for i in range(progress["step"], len(plan)):
-            group = (i // accum) * accum
-            group_len = min(accum, len(plan) - group)
-            boundary = i == group + group_len - 1
-            batch = plan[i]
-            sizes = [len(D.shard(batch, r, self.size)) for r in range(self.size)]
-            out = self.task.step(self.wrapped, self.model, D.shard(batch, self.rank, self.size), sizes, self.device,
-                                 self.amp, 1.0 / group_len, boundary)
-            pending.append((out.loss, len(batch)))
-            docs += out.documents
-            tokens += out.tokens
-            bar.update(1)
-            if not boundary:
-                continue
-            entry = self._optimizer_step(epoch, i, pending, t0)
-            pending, t0 = [], time.perf_counter()
-            bar.set_postfix(loss=f"{entry['loss']:.4f}")
-            if bar.disable and (progress["steps_done"] % 10 == 1 or i == len(plan) - 1):
-                self.log(f"epoch {epoch} batch {i + 1}/{len(plan)} step {progress['steps_done']} loss {entry['loss']:.4f}")
-            if (self.recipe.checkpoint_every and progress["steps_done"] % self.recipe.checkpoint_every == 0
-                    and D.is_main()):
-                save_checkpoint(self.ckpt, self.model, self.optimizer, progress)
-            if self.recipe.max_steps and progress["steps_done"] >= self.recipe.max_steps:
-                stop = True
-                break
-        bar.close()
+        end = self._last_batch(len(plan))
+        # a bar on a terminal; elsewhere (a log file, a Slurm job) a line every 10 steps with the time left
+        show_bar = D.is_main() and sys.stderr.isatty() and progress_module.is_enabled()
+        first, stop = progress["step"], False
+        with progress_module.enabled(show_bar), \
+                progress_module.phase(f"epoch {epoch}", end, "batch", initial=first) as bar:
+            for i in range(progress["step"], len(plan)):
+                group = (i // accum) * accum
+                group_len = min(accum, len(plan) - group)
+                boundary = i == group + group_len - 1
+                batch = plan[i]
+                sizes = [len(D.shard(batch, r, self.size)) for r in range(self.size)]
+                out = self.task.step(self.wrapped, self.model, D.shard(batch, self.rank, self.size), sizes, self.device,
+                                     self.amp, 1.0 / group_len, boundary)
+                pending.append((out.loss, len(batch)))
+                docs += out.documents
+                tokens += out.tokens
+                bar(1)
+                if not boundary:
+                    continue
+                entry = self._optimizer_step(epoch, i, pending, t0)
+                pending, t0 = [], time.perf_counter()
+                bar.note(f"loss {entry['loss']:.4f}")
+                if not show_bar and (progress["steps_done"] % 10 == 1 or i + 1 >= end):
+                    left = progress_module.time_left(i + 1 - first, end - first, time.perf_counter() - t_epoch)
+                    self.log(f"epoch {epoch} batch {i + 1}/{len(plan)} step {progress['steps_done']} loss {entry['loss']:.4f}"
+                             + (f" ({left} in this epoch)" if left else ""))
+                if (self.recipe.checkpoint_every and progress["steps_done"] % self.recipe.checkpoint_every == 0
+                        and D.is_main()):
+                    save_checkpoint(self.ckpt, self.model, self.optimizer, progress)
+                if self.recipe.max_steps and progress["steps_done"] >= self.recipe.max_steps:
+                    stop = True
+                    break
         seconds = time.perf_counter() - t_epoch
         progress["log"].append({"epoch": epoch, "epoch_seconds": round(seconds, 2), "docs_per_second": round(docs / max(seconds, 1e-9), 1),
                                 "tokens_per_second": round(tokens / max(seconds, 1e-9), 1)})
         return stop
+
+    def _last_batch(self, n: int) -> int:
+        """Where this epoch ends: its last batch, or where the step cap stops it (for the bar's total)."""
+        cap, accum, done = self.recipe.max_steps, self.recipe.grad_accumulation, self.progress["steps_done"]
+        if not cap:
+            return n
+        return min(n, self.progress["step"] + max(cap - done, 0) * accum)
 
     def _optimizer_step(self, epoch: int, i: int, pending: list[tuple[float, int]], t0: float) -> dict:
         """Adam's step after the last batch of an accumulation group (batch i); its log entry, recorded."""
