@@ -31,14 +31,15 @@ def _run(capsys, tmp_path, system, model, *extra):
 
 MISMATCHED = {
     "another system's card": ("sadiri", {"system": "luar", "recipe": {"backbone": ROBERTA}}, "system 'luar'"),
-    "another backbone's card": ("sadiri", {"system": "sadiri", "recipe": {"backbone": "org/other"}}, "backbone"),
+    "another backbone's card": ("sadiri", {"system": "sadiri", "recipe": {"backbone": "org/other"}}, "backbone",
+                                f"backbone={ROBERTA}"),
     "a retriever's card for a reranker": ("sadiri-v2-reranker", {"system": "sadiri-v2-retriever", "recipe": {}},
                                           "system 'sadiri-v2-retriever'"),
     "a reranker's card for a retriever": ("sadiri-v2-retriever", {"system": "sadiri-v2-reranker", "recipe": {}},
                                           "system 'sadiri-v2-reranker'"),
     "another backbone for the reranker": ("sadiri-v2-reranker",
                                           {"system": "sadiri-v2-reranker", "recipe": {"backbone": "org/other"}},
-                                          "backbone"),
+                                          "backbone", "backbone=mistralai/Mistral-Nemo-Base-2407"),
 }
 
 
@@ -46,8 +47,9 @@ MISMATCHED = {
 @pytest.mark.parametrize("case", sorted(MISMATCHED))
 def test_a_card_of_another_system_or_backbone_is_an_error(tmp_path, capsys, case):
     """A card of another system was once accepted without a word."""
-    system, card, says = MISMATCHED[case]
-    line = one_line_error(*_run(capsys, tmp_path, system, _model(tmp_path, card))[::2])
+    system, card, says, *backbone = MISMATCHED[case]  # a backbone given explicitly: the card's is not taken
+    extra = ("--set", backbone[0]) if backbone else ()
+    line = one_line_error(*_run(capsys, tmp_path, system, _model(tmp_path, card), *extra)[::2])
     assert "aa_model.json" in line and says in line
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").rglob("seed-*.json"))
 
@@ -112,3 +114,28 @@ def test_check_card_names_what_differs():
     warned = []
     check_card("sadiri", {"max_length": 128}, "m", {"recipe": {"max_length": 64}}, warn=warned.append)
     assert "the run's value is used" in warned[0]
+
+
+def test_a_trained_model_brings_its_backbone_from_its_card(tmp_path, capsys, monkeypatch):
+    """`run --model DIR` once needed `--set backbone=…` although the card records it."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # nothing is fetched
+    model = _model(tmp_path, {"system": "sadiri", "recipe": {"backbone": "org/card-backbone"}})
+    code, out, err = _run(capsys, tmp_path, "sadiri", model)
+    assert "backbone org/card-backbone (from the model card" in err
+    assert "trained on backbone" not in err  # no mismatch: the card's backbone is the run's
+    one_line_error(code, err)  # then this stand-in folder fails to load: it holds no weights
+
+
+@pytest.mark.parametrize("overrides, card, expected", [
+    ({}, {"system": "sadiri", "recipe": {"backbone": "org/a"}}, "org/a"),
+    ({"backbone": "org/b"}, {"system": "sadiri", "recipe": {"backbone": "org/a"}}, "org/b"),  # explicit wins (then refused)
+    ({}, {"system": "luar", "recipe": {"backbone": "org/a"}}, None),  # another system's card gives nothing
+    ({}, {"system": "sadiri", "recipe": {}}, None),
+])
+def test_with_card_backbone(tmp_path, overrides, card, expected):
+    from harness.runs.models import with_card_backbone
+    from plugins.sadiri.config import SADIRIConfig
+
+    out = with_card_backbone("sadiri", SADIRIConfig, {**overrides, "model": _model(tmp_path, card)})
+    assert out.get("backbone") == expected
+    assert with_card_backbone("sadiri", SADIRIConfig, {"model": "org/hub-id"}) == {"model": "org/hub-id"}

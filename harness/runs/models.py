@@ -132,6 +132,28 @@ def check_card(system: str, config: Mapping[str, Any], model_dir: Any, card: Map
              f"(the run's value is used; --set max_length={trained_len} to match)")
 
 
+def with_card_backbone(system: str, config_cls: type, overrides: Mapping[str, Any] | None,
+                       log=None) -> dict[str, Any]:
+    """`overrides` with the backbone the model card records, when `model` names a trained folder of
+    this system and no backbone is given: `run --model DIR` needs no `--set backbone=…`. A backbone
+    given explicitly is kept (check_card then refuses one that differs from the card's)."""
+    import dataclasses
+
+    out = dict(overrides or {})
+    folder = out.get("model")
+    if "backbone" in out or not isinstance(folder, str) or not folder or not Path(folder).is_dir():
+        return out
+    if "backbone" not in {f.name for f in dataclasses.fields(config_cls)}:
+        return out
+    card = read_card(Path(folder))
+    backbone = (card or {}).get("recipe", {}).get("backbone")
+    if backbone and (card or {}).get("system") in (None, system):
+        out["backbone"] = backbone
+        if log is not None:
+            log(f"{system}: backbone {backbone} (from the model card in {folder})")
+    return out
+
+
 def model_address(ref: Any) -> dict[str, Any] | None:
     """{"sha256", "card"} for a trained model folder (one holding aa_model.json or config.json); None otherwise."""
     if not isinstance(ref, str) or not ref or not Path(ref).is_dir():

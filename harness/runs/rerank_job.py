@@ -19,7 +19,7 @@ from harness.evaluation.metrics import metrics_line
 from harness.evaluation.splits import SEEDS, get_splits
 from harness.plugins import Registry
 from harness.runs.containment import own_copies
-from harness.runs.models import addressed_config, check_card
+from harness.runs.models import addressed_config, check_card, with_card_backbone
 from harness.runs.results import (
     absolute,
     check_run_name,
@@ -87,7 +87,8 @@ def rerank_job(registry: Registry, job: RerankJob, log=_log.info) -> list[RunOut
     if "rerank" not in spec.capabilities:
         rerankers = sorted(s.name for s in registry.systems.values() if "rerank" in s.capabilities)
         raise HarnessError(f"system {job.system!r} is not a reranker (rerankers: {', '.join(rerankers) or 'none'})")
-    config = build_config(load_object(spec.config), job.overrides)
+    cls = load_object(spec.config)  # a trained --model brings its backbone (its card's) unless one is given
+    config = build_config(cls, with_card_backbone(spec.name, cls, job.overrides, log=_log.info))
     check_run_name(job.first_stage, "first-stage run name")
     if job.run_name is not None:
         check_run_name(job.run_name)

@@ -13,7 +13,7 @@ from harness.errors import HarnessError
 from harness.evaluation.metrics import metrics_line
 from harness.evaluation.splits import SEEDS, get_splits
 from harness.plugins import Registry
-from harness.runs.models import addressed_config, check_card
+from harness.runs.models import addressed_config, check_card, with_card_backbone
 from harness.runs.results import (
     absolute,
     check_run_name,
@@ -156,7 +156,10 @@ def run_job(registry: Registry, job: RunJob, log=_log.info) -> list[RunOutcome]:
         if not {"rank", "encode"} & set(spec.capabilities):
             raise HarnessError(f"system {spec.name!r} cannot rank a whole pool (it can: {', '.join(spec.capabilities)}); "
                                f"a reranker runs as `aa-harness rerank {spec.name} --first-stage RUN`")
-    configs = {s.name: build_config(load_object(s.config), job.overrides) for s in specs}
+    configs = {}
+    for s in specs:  # a trained --model brings its backbone (its card's) unless one is given
+        cls = load_object(s.config)
+        configs[s.name] = build_config(cls, with_card_backbone(s.name, cls, job.overrides, log=log))
     # a trained model is recorded by content hash, not path (and hashed once)
     addressed = {s.name: addressed_config(config_dict(configs[s.name])) for s in specs}
     for s in specs:
