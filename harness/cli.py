@@ -326,6 +326,8 @@ def cmd_leaderboard(args) -> int:
         write_pages,
     )
 
+    # --html alone writes the site alone; the Markdown pages go where --out says, or to the home without --html
+    pages = args.html is None or args.out is not None
     runs_dir, out = locations.runs_dir(args.runs_dir), locations.leaderboard_dir(args.out)
     board = load_board(runs_dir, splits_dir=args.splits_dir, allow_empty=args.allow_empty, plots=not args.no_plots,
                        reported=args.reported, bench_dir=args.bench_results, record=args.record)
@@ -336,14 +338,18 @@ def cmd_leaderboard(args) -> int:
 
         check_site_folder(args.html)
         site = build_site(board, {k: v for k, v in files.items() if isinstance(v, bytes)})  # built before writing
-    written = write_pages(files, out)
-    print(f"wrote {len(written)} files to {out}: {', '.join(p.name for p in written)}")
+    if pages:
+        written = write_pages(files, out)
+        print(f"wrote {len(written)} files to {out}: {', '.join(p.name for p in written)}")
     if site is not None:
         from harness.reports.html_site import write_site
 
         print(f"wrote the HTML leaderboard: {write_site(args.html, site) / 'index.html'} ({len(site)} pages)")
     print(summary(board))
-    print(f"the tables: {out / 'main.md'}")
+    if pages:
+        print(f"the tables: {out / 'main.md'}")
+    else:
+        print("no Markdown pages written (--out DIR writes them beside the site)")
     return 0
 
 
@@ -598,7 +604,8 @@ def _add_run_parser(sub) -> None:
     _add_set(sp, "override a system config value, read by the key's type (repeatable; "
                  "`aa-harness systems NAME` lists the keys)")
     sp.add_argument("--name", help="run name (default: the system name); results go to <runs-dir>/<collection>/<name>/")
-    sp.add_argument("--model", help="a trained model folder (the same as --set model=DIR)")
+    sp.add_argument("--model", help="a trained model folder (the same as --set model=DIR); the backbone is its "
+                                    "card's unless --set backbone=… is given")
     sp.add_argument("--depth", type=int, default=100, help="ranking depth kept per query (default 100)")
     _add_overwrite(sp)
     sp.add_argument("--no-progress", action="store_true",
@@ -612,7 +619,8 @@ def _add_rerank_parser(sub) -> None:
     _add_data_options(sp)
     sp.add_argument("--first-stage", required=True, help="run name of the first stage (its rankings are read)")
     sp.add_argument("--depth", type=int, default=100, help="how many first-stage candidates to rescore (default 100)")
-    sp.add_argument("--model", help="the trained reranker folder (the same as --set model=DIR)")
+    sp.add_argument("--model", help="the trained reranker folder (the same as --set model=DIR); the backbone is "
+                                    "its card's unless --set backbone=… is given")
     _add_set(sp, "override a config value (repeatable)")
     sp.add_argument("--name", help="run name (default: <first stage>+<system>-<strategy>)")
     _add_overwrite(sp)
@@ -719,8 +727,8 @@ def _add_leaderboard_parser(sub) -> None:
     sp = sub.add_parser("leaderboard", help="regenerate the leaderboard pages and plots from the run files")
     _add_runs_dir(sp, "results to read")
     sp.add_argument("--out", type=Path, default=None,
-                    help="folder for the pages and plots (default: <home>/leaderboards); only pages these runs "
-                         "produce are written")
+                    help="folder for the Markdown pages and plots (default: <home>/leaderboards, unless --html is "
+                         "given: then none are written without --out); only pages these runs produce are written")
     sp.add_argument("--no-plots", action="store_true", help="tables only, no PNG plots (faster)")
     _add_splits_dir(sp)
     sp.add_argument("--reported", action="store_true", help="also write reported.md: the figures the paper reports")
@@ -729,8 +737,9 @@ def _add_leaderboard_parser(sub) -> None:
     _add_record(sp)
     sp.add_argument("--allow-empty", action="store_true", help="write the pages even when the runs folder has no results")
     sp.add_argument("--html", type=Path, default=None, metavar="DIR",
-                    help="also write a static HTML leaderboard (DIR/index.html, a page per run; no server or network "
-                         "needed); an earlier site's pages in DIR are replaced, other files there are kept")
+                    help="write a static HTML leaderboard (DIR/index.html, a page per run; no server or network "
+                         "needed), alone or, with --out, beside the Markdown pages; an earlier site's pages in DIR are "
+                         "replaced, other files there are kept")
     sp.set_defaults(fn=cmd_leaderboard)
 
 

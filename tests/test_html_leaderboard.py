@@ -265,3 +265,13 @@ def test_stale_runs_are_listed_apart_with_their_reason(tmp_path, site):
     tables, stale = text.split("<h2>Stale runs</h2>")
     assert ">char-ngram</a>" not in tables and ">bm25</a>" in tables
     assert "char-ngram" in stale and "made on &lt;v1&gt; of the file" in stale
+
+
+def test_html_alone_writes_the_site_alone(tmp_path, site, capsys, monkeypatch):
+    """`leaderboard --html DIR` once also wrote the Markdown pages into the home folder."""
+    monkeypatch.setenv("AA_HARNESS_HOME", str(tmp_path / "home"))
+    out = tmp_path / "site"
+    assert main(["leaderboard", "--runs-dir", str(site.parent / "runs"), "--no-plots", "--html", str(out)]) == 0
+    assert (out / "index.html").is_file()
+    assert not (tmp_path / "home").exists()
+    assert "no Markdown pages written (--out DIR writes them beside the site)" in capsys.readouterr().out
