@@ -67,6 +67,20 @@ def test_leaderboard_of_other_runs_writes_only_its_pages_and_a_short_summary(tmp
     assert str(tmp_path) not in page and "my-runs" not in page  # no machine path
     assert "leaderboards/runs" not in page and "training-loss.png" not in page and "performance.md" not in page
     assert "success-at-k-demo.png" in page  # linked whether or not drawn: the page does not depend on --no-plots
+    # one seed: no spread to show, so the cell says how many seeds it is over (it was once a bare figure)
+    row = next(line for line in page.splitlines() if line.startswith("| bm25"))
+    assert all(cell.endswith("(n=1)") and "±" not in cell for cell in _cells(row)[1:])
+    collection_page = (out / "collections" / "demo.md").read_text()
+    assert "(n=1)" in collection_page
+
+
+def test_a_cell_says_how_many_seeds_when_fewer_or_one():
+    from harness.reports.cells import mean_sd_cell
+
+    assert mean_sd_cell([0.1, 0.2, 0.3, 0.4]) == "25.0 ± 12.9"
+    assert mean_sd_cell([0.1, 0.2], n_all=4) == "15.0 ± 7.1 (n=2)"
+    assert mean_sd_cell([0.125], n_all=1) == "12.5 (n=1)"
+    assert mean_sd_cell([0.125]) == "12.5 (n=1)"
 
 
 def _cells(line: str) -> list[str]:

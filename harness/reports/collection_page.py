@@ -15,9 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.evaluation.metrics import HEADLINE, mean_sd, pooled_metric
+from harness.evaluation.metrics import HEADLINE, pooled_metric
 from harness.evaluation.significance import ALPHA, TEST_NAME
 from harness.reports.board import shown_name
+from harness.reports.cells import mean_sd_cell
 from harness.reports.markdown_table import Markdown
 from harness.reports.page_tests import HOLM_MARK, marks, page_tests
 from harness.reports.rule_views import rule_views_section
@@ -34,8 +35,7 @@ BASELINE = "bm25"
 
 
 def _cell(values):
-    mean, sd = mean_sd(values)
-    return f"{100 * mean:.1f}" + ("" if math.isnan(sd) else f" ± {100 * sd:.1f}")
+    return mean_sd_cell(values)
 
 
 def _diff(r, holm_p: float) -> Markdown:

@@ -20,6 +20,7 @@ from typing import Sequence
 from harness.errors import HarnessError
 from harness.evaluation.metrics import HEADLINE, mean_sd, pooled_metric
 from harness.reports.board import Board
+from harness.reports.cells import mean_sd_cell
 from harness.reports.html_shell import page
 from harness.reports.page_tests import HOLM_MARK, marks, page_tests
 from harness.reports.run_identity import RunIdentity
@@ -48,8 +49,7 @@ def _pct(x: float) -> str:
 
 
 def _mean_sd(values: list[float]) -> tuple[str, float]:
-    mean, sd = mean_sd(values)
-    return _pct(mean) + ("" if math.isnan(sd) else f" ± {_pct(sd)}"), mean
+    return mean_sd_cell(values), mean_sd(values)[0]
 
 
 def pooled_interval(board: Board, collection: str, name: str) -> tuple[float, float, str]:

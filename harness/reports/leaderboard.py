@@ -6,7 +6,6 @@ the committed tables differ from what the committed runs give.
 """
 from __future__ import annotations
 
-import math
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable
@@ -15,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from harness.evaluation.metrics import HEADLINE, mean_sd
+from harness.evaluation.metrics import HEADLINE
 from harness.reports.board import (
     HEADER,
     Board,
@@ -24,6 +23,7 @@ from harness.reports.board import (
     run_order,
     shown_name,
 )
+from harness.reports.cells import mean_sd_cell
 from harness.reports.fixes import footnotes, label
 from harness.reports.reported import render_reported
 
@@ -50,9 +50,7 @@ def _short_commit(commit: str) -> str:
 
 
 def _cell(values: list[float], n_all: int) -> str:
-    mean, sd = mean_sd(values)
-    text = f"{100 * mean:.1f}" + ("" if math.isnan(sd) else f" ± {100 * sd:.1f}")
-    return text + (f" (n={len(values)})" if len(values) < n_all else "")
+    return mean_sd_cell(values, n_all)
 
 
 def main_table(runs, marks: dict | None = None) -> str:

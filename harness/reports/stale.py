@@ -14,7 +14,6 @@ byte). The pages list stale runs in a section of their own with the reason, neve
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,7 +65,7 @@ def stale_section(
 ) -> str:
     """A page section listing the stale runs (of one collection, or all) with their reason and Success@8.
     marks: run name -> the fixes its code predates (harness.reports.fixes), shown after the name."""
-    from harness.evaluation.metrics import mean_sd
+    from harness.reports.cells import mean_sd_cell
     from harness.reports.fixes import footnotes, label
     from harness.reports.markdown_table import markdown_table
 
@@ -76,8 +75,7 @@ def stale_section(
     for (c, name), res in sorted(stale_runs.items()):
         if collection is not None and c != collection:
             continue
-        mean, sd = mean_sd([r["metrics"]["success@8"] for r in res])
-        cell = f"{100 * mean:.1f}" + ("" if math.isnan(sd) else f" ± {100 * sd:.1f}")
+        cell = mean_sd_cell([r["metrics"]["success@8"] for r in res])
         used += marks.get(name, [])
         rows.append(
             [
