@@ -92,11 +92,14 @@ def render() -> str:
         "| system | backbone | weights | " + " | ".join(COLLECTIONS) + " |",
         "|---|---|---|" + "---|" * len(COLLECTIONS),
     ]
+    why_stale: dict[str, set[str]] = {}
     for previous, run in zip((None, *ROWS), ROWS):
         cells, label = [], None
         for collection in COLLECTIONS:
             if (collection, run) in stale:  # made on data since corrected: not a current result
                 cells.append("stale, rerun pending")
+                reason = stale[(collection, run)].reason.removesuffix("; rerun pending")
+                why_stale.setdefault(collection, set()).add(reason)
                 continue
             results = verified_run(collection, run)
             if not results:
@@ -108,11 +111,19 @@ def render() -> str:
             cells.append(f"{100 * mean:.1f}{spread}" + ("" if len(results) == 4 else f" (n={len(results)})"))
         if label:
             lines.append("| " + " | ".join(label + cells) + " |")
+    notes = []
+    if why_stale:  # explained where it shows, in one line
+        reasons = "; ".join(f"{c}: {', '.join(sorted(r))}" for c, r in sorted(why_stale.items()))
+        notes.append(
+            f"*stale, rerun pending*: the run was made on data since corrected ({reasons}), so it stays out "
+            "of the tables until it is rerun ([stale runs](docs/leaderboard.md))."
+        )
     if any(line.count(" †") for line in lines):
-        lines += [
-            "",
-            "† trained on data from before the corpora's decontamination (see the leaderboard's \"What each run is\").",
-        ]
+        notes.append(
+            "† trained on data from before the corpora's decontamination (see the leaderboard's \"What each run is\")."
+        )
+    for note in notes:  # a paragraph each
+        lines += ["", note]
     lines.append(END)
     return "\n".join(lines)
 
