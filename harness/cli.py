@@ -52,16 +52,41 @@ def _describe_system(spec) -> int:
     return 0
 
 
+FOUND = {True: "yes", False: "NO", None: "?"}
+
+
 def cmd_collections(args) -> int:
+    """A table narrow enough for a terminal: each collection, whether its data was found, and where
+    (or what is missing); how to point at missing data once below it; descriptions under NAME."""
+    import re
+    import textwrap
+
     from tabulate import tabulate
 
     reg = _registry()
-    rows = []
+    if args.name:
+        spec = reg.collection(args.name)
+        found, where = spec.find(args.data_dir)
+        print(textwrap.fill(f"{spec.name}: {spec.description}", width=100, subsequent_indent="  "))
+        print(textwrap.fill(f"data found: {FOUND[found]}; {where}", width=100, subsequent_indent="  "))
+        return 0
+    rows, hints = [], []
     for c in sorted(reg.collections.values(), key=lambda c: c.name):
         found, where = c.find(args.data_dir)
-        rows.append([c.name, {True: "yes", False: "NO", None: "?"}[found], where, c.description])
-    print(tabulate(rows, headers=["collection", "data found", "where (or what is missing)", "description"],
-                   tablefmt="github", disable_numparse=True))
+        # "<what is missing>; <how to point at it>": the how once, below the table
+        what, *how = re.split(r"[;:] (?=pass |set )", where, maxsplit=1)
+        hint = how[0] if how else ""
+        if hint and hint not in hints:
+            hints.append(hint)
+        rows.append([c.name, FOUND[found], what])
+    print(tabulate(rows, headers=["collection", "data", "where (or what is missing)"], tablefmt="github",
+                   disable_numparse=True))
+    if hints:
+        print()
+    for i, hint in enumerate(hints):
+        print(textwrap.fill(hint, width=100, initial_indent="Missing data: " if i == 0 else " " * 14,
+                            subsequent_indent=" " * 14))
+    print("\n`aa-harness collections NAME` describes one collection.")
     return 0
 
 
@@ -508,6 +533,7 @@ def _add_systems_parser(sub) -> None:
 
 def _add_collections_parser(sub) -> None:
     sp = sub.add_parser("collections", help="list registered collections and whether their data was found, and where")
+    sp.add_argument("name", nargs="?", metavar="NAME", help="a collection: show its description and where its data is")
     sp.add_argument("--data-dir", help="look for the data here instead of the environment variables' folders")
     sp.set_defaults(fn=cmd_collections)
 

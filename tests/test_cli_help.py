@@ -24,10 +24,24 @@ def test_collections_says_whether_data_was_found_and_where(tmp_path, monkeypatch
     monkeypatch.setenv("AA_HARNESS_CORPORA", str(tmp_path / "nowhere"))
     monkeypatch.delenv("AA_HARNESS_HRS_DIR", raising=False)
     assert main(["collections"]) == 0
-    rows = {line.split("|")[1].strip(): line for line in capsys.readouterr().out.splitlines()[2:]}
+    out = capsys.readouterr().out
+    rows = {line.split("|")[1].strip(): line for line in out.splitlines()[2:] if line.startswith("|")}
     assert "| yes " in rows["demo"] and "built in" in rows["demo"]
     assert "| NO " in rows["pan19-en"] and "nowhere" in rows["pan19-en"]
-    assert "| NO " in rows["hrs1"] and "AA_HARNESS_HRS_DIR" in rows["hrs1"]
+    assert "| NO " in rows["hrs1"] and "not given" in rows["hrs1"]
+    # how to point at missing data: once each, below the table
+    assert out.count("AA_HARNESS_HRS_DIR") == 1 and out.count("AA_HARNESS_CORPORA") == 1
+    # it was once about 330 characters wide: now the folder's path and about 70 characters
+    assert max(len(line) for line in out.splitlines()) <= 70 + len(str(tmp_path / "nowhere"))
+
+
+def test_collections_name_describes_one(capsys):
+    assert main(["collections", "demo"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("demo: SYNTHETIC") and "data found: yes" in out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert main(["collections", "redit"]) == 2
+    assert "did you mean 'reddit-xsub'" in capsys.readouterr().err
 
 
 def test_collections_finds_the_public_corpora(corpora, capsys):
