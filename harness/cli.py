@@ -862,6 +862,13 @@ def _error_line(e: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     _configure_logging("--debug" in argv)  # before the parser: plugins adding commands may warn
+    from harness.plugins import check_import_names
+
+    try:  # before the parser, which loads the plugins: a shadowed `plugins` package is one line, not a traceback
+        check_import_names()
+    except HarnessError as e:
+        print(f"aa-harness: error: {e}", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     debug = args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     _configure_logging(debug)

@@ -48,6 +48,32 @@ class PluginManager(pluggy.PluginManager):
         self.aa_distributions: dict[str, tuple[str, str]] = {}  # entry-point name -> (distribution, version)
 
 
+def check_import_names() -> None:
+    """The built-in plugins' top-level package `plugins` is the one installed beside `harness`.
+
+    Both names are generic (docs/install.md says why they stay): a folder `plugins/` with an
+    `__init__.py` in the current folder (`python -m harness` puts it first on the path), on
+    $PYTHONPATH, or from another distribution would shadow the harness's own, and the built-in
+    systems would fail to import one by one. Said once, with the place, instead.
+    """
+    from importlib.util import find_spec
+    from pathlib import Path
+
+    own = Path(__file__).resolve().parent.parent / "plugins"
+    try:
+        spec = find_spec("plugins")
+    except (ImportError, ValueError):
+        spec = None
+    places = [Path(p).resolve() for p in (spec.submodule_search_locations or [])] if spec else []
+    if own in places:
+        return
+    found = ", ".join(str(p) for p in places) or "nowhere"
+    raise HarnessError(
+        f"the top-level package 'plugins' resolves to {found}, not the harness's own ({own}): another "
+        "distribution, a folder on $PYTHONPATH or a 'plugins' package in the current folder shadows it; "
+        "run from another folder, or install aa-harness in a virtual environment of its own")
+
+
 def plugin_manager(*, entrypoints: bool = True, extra: tuple = ()) -> PluginManager:
     """A fresh manager: built-ins, then entry points, then `extra` plugin objects (tests)."""
     pm = PluginManager()
@@ -55,6 +81,7 @@ def plugin_manager(*, entrypoints: bool = True, extra: tuple = ()) -> PluginMana
     for name in os.environ.get("AA_HARNESS_BLOCK_PLUGINS", "").split(","):
         if name.strip():
             pm.set_blocked(name.strip())
+    check_import_names()
     for name in DEFAULT_PLUGINS:
         if not pm.is_blocked(name):
             pm.register(importlib.import_module(name), name=name)
