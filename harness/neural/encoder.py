@@ -147,7 +147,6 @@ def embed_features(model: TextEncoder, features: Sequence[Any], device: torch.de
     """
     from harness.neural.oom import retry_on_oom
 
-    # Out of GPU memory: halve the token budget and retry (said once), rather than lose the run.
     def run(budget: int) -> np.ndarray:
         if advance is not None or not progress:
             return _embed_features(model, features, device, max_tokens=budget, max_batch=max_batch, amp=amp,
