@@ -70,22 +70,21 @@ def cmd_collections(args) -> int:
         print(textwrap.fill(f"{spec.name}: {spec.description}", width=100, subsequent_indent="  "))
         print(textwrap.fill(f"data found: {FOUND[found]}; {where}", width=100, subsequent_indent="  "))
         return 0
-    rows, hints = [], []
+    rows, hints = [], {}
     for c in sorted(reg.collections.values(), key=lambda c: c.name):
         found, where = c.find(args.data_dir)
-        # "<what is missing>; <how to point at it>": the how once, below the table
+        # "<what is missing>; <how to point at it>": the how below the table, once for the collections it serves
         what, *how = re.split(r"[;:] (?=pass |set )", where, maxsplit=1)
-        hint = how[0] if how else ""
-        if hint and hint not in hints:
-            hints.append(hint)
+        if how:
+            hints.setdefault(how[0], []).append(c.name)
         rows.append([c.name, FOUND[found], what])
     print(tabulate(rows, headers=["collection", "data", "where (or what is missing)"], tablefmt="github",
                    disable_numparse=True))
     if hints:
-        print()
-    for i, hint in enumerate(hints):
-        print(textwrap.fill(hint, width=100, initial_indent="Missing data: " if i == 0 else " " * 14,
-                            subsequent_indent=" " * 14))
+        print("\nMissing data:")
+    for hint, names in hints.items():
+        print(textwrap.fill(f"{', '.join(names)}: {hint}", width=100, initial_indent="- ", subsequent_indent="  ",
+                            break_on_hyphens=False))
     print("\n`aa-harness collections NAME` describes one collection.")
     return 0
 
