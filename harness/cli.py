@@ -70,7 +70,8 @@ def cmd_collections(args) -> int:
         print(textwrap.fill(f"{spec.name}: {spec.description}", width=100, subsequent_indent="  "))
         print(textwrap.fill(f"data found: {FOUND[found]}; {where}", width=100, subsequent_indent="  "))
         return 0
-    rows, hints = [], {}
+    rows: list[list[str]] = []
+    hints: dict[str, list[str]] = {}  # how to point at missing data -> the collections it serves
     for c in sorted(reg.collections.values(), key=lambda c: c.name):
         found, where = c.find(args.data_dir)
         # "<what is missing>; <how to point at it>": the how below the table, once for the collections it serves
