@@ -260,7 +260,7 @@ def test_stale_runs_are_listed_apart_with_their_reason(tmp_path, site):
         {"collection": "mixed", "run": "char-ngram", "manifests": "mixed", "reason": reason}]}), encoding="utf-8")
     out = tmp_path / "site"
     assert main(["leaderboard", "--runs-dir", str(runs), "--out", str(tmp_path / "pages"), "--no-plots",
-                 "--html", str(out)]) == 0
+                 "--html", str(out), "--record", str(tmp_path)]) == 0
     text = (out / "index.html").read_text(encoding="utf-8")
     tables, stale = text.split("<h2>Stale runs</h2>")
     assert ">char-ngram</a>" not in tables and ">bm25</a>" in tables
@@ -273,5 +273,5 @@ def test_html_alone_writes_the_site_alone(tmp_path, site, capsys, monkeypatch):
     out = tmp_path / "site"
     assert main(["leaderboard", "--runs-dir", str(site.parent / "runs"), "--no-plots", "--html", str(out)]) == 0
     assert (out / "index.html").is_file()
-    assert not (tmp_path / "home").exists()
+    assert not (tmp_path / "home" / "leaderboards").exists()  # the home holds the user's key, no pages
     assert "no Markdown pages written (--out DIR writes them beside the site)" in capsys.readouterr().out

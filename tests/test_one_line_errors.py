@@ -219,7 +219,7 @@ def test_a_malformed_fixes_registry_is_one_line(demo_runs, tmp_path, capsys, cas
     data = FIXES[case]
     (tmp_path / "fixes.json").write_bytes(data if isinstance(data, bytes) else data.encode())
     line = one_line_error(*run_cli(capsys, "leaderboard", "--runs-dir", demo_runs, "--out", tmp_path / "lb",
-                                   "--splits-dir", SPLITS, "--no-plots")[::2])
+                                   "--splits-dir", SPLITS, "--no-plots", "--record", tmp_path)[::2])
     assert "fixes.json" in line
     assert not (tmp_path / "lb").exists()
 
@@ -247,7 +247,7 @@ def test_a_malformed_training_log_is_one_line(demo_runs, tmp_path, capsys, case)
     else:
         (training / "m.train_log.json").write_text(LOGS[case])
     line = one_line_error(*run_cli(capsys, "leaderboard", "--runs-dir", demo_runs, "--out", tmp_path / "lb",
-                                   "--splits-dir", SPLITS, "--no-plots")[::2])
+                                   "--splits-dir", SPLITS, "--no-plots", "--record", tmp_path)[::2])
     assert "m.train_" in line
     assert not (tmp_path / "lb").exists()
 
