@@ -393,7 +393,8 @@ def cmd_reproduce(args) -> int:
 
     opts = Options(only=args.only or (), dry_run=args.dry_run, gpus=args.gpus, executor=args.executor,
                    runs_dir=args.runs_dir, data_dir=args.data_dir, progress=not args.no_progress,
-                   slurm_partition=args.slurm_partition, slurm_timeout_min=args.slurm_timeout)
+                   slurm_partition=args.slurm_partition, slurm_timeout_min=args.slurm_timeout,
+                   collections=args.collections or ())
     return reproduce(_registry(), args.file, opts)
 
 
@@ -716,6 +717,8 @@ def _add_reproduce_parser(sub) -> None:
     sp.add_argument("--only", nargs="+", metavar="STEP",
                     help="run just these steps (an address such as train.sadiri, or a kind such as run); "
                          "the steps they need must be done")
+    sp.add_argument("--collections", nargs="+", metavar="NAME",
+                    help="run and rerank steps on just these collections (default: every collection a step names)")
     sp.add_argument("--gpus", type=int, default=0, metavar="N",
                     help="run independent steps side by side on N GPUs of this machine, one process a step "
                          "(default 0: one after another in this process)")

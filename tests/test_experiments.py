@@ -277,3 +277,24 @@ def test_the_committed_record_is_done_for_what_it_holds(capsys):
     assert rows["run.bm25"] == rows["run.char-ngram"] == "done"
     assert rows["train.sadiri-mpnet"] == rows["train.luar-mpnet"] == "to run"  # for pan19-en's rows, still to run
     assert rows["curate.public-train"] == "to run"
+
+
+def test_collections_limit_run_steps_and_travel_with_each_step(tmp_path, capsys):
+    """--collections: run steps only on the named collections (a name no step runs on is one line),
+    and a step run in its own process is given the same limit."""
+    from harness.experiments.executors import step_command
+
+    path = _write(tmp_path, DEMO_RUNS.format(gpus="gpus = 0").replace('collections = ["demo"]',
+                                                                       'collections = ["demo", "pan18-en"]'))
+    runs = tmp_path / "runs"
+    assert main(["reproduce", str(path), "--runs-dir", str(runs), "--collections", "demo", "--no-progress"]) == 0
+    assert "3 of 3 steps to run" in capsys.readouterr().out
+    assert (runs / "demo" / "bm25" / "seed-0.json").is_file() and not (runs / "pan18-en").exists()
+    assert main(["reproduce", str(path), "--runs-dir", str(runs), "--collections", "demo"]) == 0
+    assert "nothing to do" in capsys.readouterr().out
+    assert main(["reproduce", str(path), "--runs-dir", str(runs), "--dry-run"]) == 0
+    assert "no current result for pan18-en seed 0" in capsys.readouterr().out
+    err = _one_line_error(capsys, ["reproduce", str(path), "--runs-dir", str(runs), "--collections", "reddit-xsub"])
+    assert "--collections reddit-xsub: no step runs on it" in err
+    command = step_command(read_experiment(path), "run.bm25", runs, 1, collections=["demo"])
+    assert command[-2:] == ["--collections", "demo"]

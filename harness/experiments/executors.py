@@ -19,10 +19,12 @@ _log = logging.getLogger(__name__)
 EXECUTORS = ("local", "slurm")
 
 
-def step_command(exp: Experiment, address: str, runs_dir: Path, gpus: int, data_dir=None) -> list[str]:
+def step_command(exp: Experiment, address: str, runs_dir: Path, gpus: int, data_dir=None,
+                 collections: Sequence[str] = ()) -> list[str]:
     """The command that does one step on its own (under torchrun when it asks for several GPUs)."""
     tail = ["-m", "harness", "reproduce", str(exp.path.resolve()), "--only", address, "--runs-dir", str(runs_dir),
-            "--no-progress"] + (["--data-dir", str(data_dir)] if data_dir else [])
+            "--no-progress"] + (["--data-dir", str(data_dir)] if data_dir else []) + (
+            ["--collections", *collections] if collections else [])
     if gpus > 1:
         return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={gpus}"] + tail
     return [sys.executable] + tail
@@ -36,7 +38,8 @@ def run_in_process(todo: Sequence[str], perform: Callable[[str], None], report: 
 
 
 def run_side_by_side(exp: Experiment, todo: Sequence[str], deps: dict[str, list[str]], gpus: int, runs_dir: Path,
-                     report: Callable[[str, float], None], data_dir=None, logs: Path | None = None) -> None:
+                     report: Callable[[str, float], None], data_dir=None, logs: Path | None = None,
+                     collections: Sequence[str] = ()) -> None:
     """Each step in its own process as soon as the steps it needs are done and enough GPUs are
     free; a step of `gpus = 0` takes none (one such step at a time). The first failure stops
     the launching of new steps; the running ones finish, and the failure is reported."""
@@ -60,7 +63,7 @@ def run_side_by_side(exp: Experiment, todo: Sequence[str], deps: dict[str, list[
             env = {**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(map(str, mine))}
             log_path = logs / f"{address}.log"
             with open(log_path, "w") as log:
-                proc = subprocess.Popen(step_command(exp, address, runs_dir, need, data_dir), env=env, stdout=log,
+                proc = subprocess.Popen(step_command(exp, address, runs_dir, need, data_dir, collections), env=env, stdout=log,
                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
             _log.info(f"{address}: started on {'GPU ' + ','.join(map(str, mine)) if mine else 'the CPU'} (log {log_path})")
             running[address] = (proc, mine, time.perf_counter(), log_path)
@@ -83,7 +86,8 @@ def run_side_by_side(exp: Experiment, todo: Sequence[str], deps: dict[str, list[
 
 
 def run_on_slurm(exp: Experiment, todo: Sequence[str], deps: dict[str, list[str]], runs_dir: Path,
-                 report: Callable[[str, float], None], partition: str | None, timeout_min: int, data_dir=None) -> None:
+                 report: Callable[[str, float], None], partition: str | None, timeout_min: int, data_dir=None,
+                 collections: Sequence[str] = ()) -> None:
     """Each step as a Slurm job through submitit, submitted once the steps it needs are done."""
     try:
         import submitit
@@ -105,7 +109,7 @@ def run_on_slurm(exp: Experiment, todo: Sequence[str], deps: dict[str, list[str]
             if step.gpus:
                 params["gpus_per_node"] = step.gpus
             executor.update_parameters(**params)
-            command = step_command(exp, address, runs_dir, step.gpus, data_dir)
+            command = step_command(exp, address, runs_dir, step.gpus, data_dir, collections)
             job = executor.submit(submitit.helpers.CommandFunction(command, cwd=os.getcwd()))
             _log.info(f"{address}: Slurm job {job.job_id}")
             running[address] = (job, time.perf_counter())

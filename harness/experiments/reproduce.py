@@ -3,7 +3,7 @@ it in an order that respects the step graph, here or on Slurm. Run again, it doe
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -26,6 +26,7 @@ class Options:
     progress: bool = True
     slurm_partition: str | None = None
     slurm_timeout_min: int = 240
+    collections: Sequence[str] = ()  # run and rerank steps only on these (empty: every collection a step names)
 
 
 def load(path: str | Path, registry) -> Experiment:
@@ -51,6 +52,22 @@ def load(path: str | Path, registry) -> Experiment:
                                       f"(registered: {', '.join(sorted(registry.collections))})")
     order(exp)  # references and cycles
     return exp
+
+
+def narrow(exp: Experiment, collections: Sequence[str]) -> Experiment:
+    """The experiment with its run and rerank steps limited to `collections` (a step left with none
+    has nothing to do); a name no step runs on is an error."""
+    if not collections:
+        return exp
+    named = {c for s in exp.steps.values() for c in s.collections}
+    unknown = [c for c in collections if c not in named]
+    if unknown:
+        raise ExperimentError(f"{exp.path}: --collections {' '.join(unknown)}: no step runs on "
+                              f"{'it' if len(unknown) == 1 else 'them'} (the file's: {', '.join(sorted(named))})")
+    keep = set(collections)
+    steps = {a: replace(s, collections=tuple(c for c in s.collections if c in keep)) if s.collections else s
+             for a, s in exp.steps.items()}
+    return replace(exp, steps=steps)
 
 
 def outputs(exp: Experiment) -> list[str]:
@@ -94,7 +111,7 @@ def reproduce(registry, path: str | Path, opts: Options, out=print) -> int:
     from harness.experiments import executors
     from harness.experiments.actions import perform
 
-    exp = load(path, registry)
+    exp = narrow(load(path, registry), opts.collections)
     runs_dir = Path(locations.runs_dir(opts.runs_dir)).resolve()
     plan = Plan(exp, registry, runs_dir, data_dir=opts.data_dir)
     for name in exp.data:  # every file present and of the sha256 declared, before any work
@@ -123,9 +140,10 @@ def reproduce(registry, path: str | Path, opts: Options, out=print) -> int:
 
     if opts.executor == "slurm":
         executors.run_on_slurm(exp, todo, deps, runs_dir, report, opts.slurm_partition, opts.slurm_timeout_min,
-                               opts.data_dir)
+                               opts.data_dir, opts.collections)
     elif opts.gpus > 1 and len(todo) > 1:
-        executors.run_side_by_side(exp, todo, deps, opts.gpus, runs_dir, report, opts.data_dir)
+        executors.run_side_by_side(exp, todo, deps, opts.gpus, runs_dir, report, opts.data_dir,
+                                   collections=opts.collections)
     else:
         executors.run_in_process(todo, lambda a: perform(plan, a, progress=opts.progress), report)
     out(f"{exp.name}: {len(todo)} steps done" + (f"; the pages: {plan.leaderboard_dir() / 'main.md'}"
