@@ -298,3 +298,19 @@ def test_collections_limit_run_steps_and_travel_with_each_step(tmp_path, capsys)
     assert "--collections reddit-xsub: no step runs on it" in err
     command = step_command(read_experiment(path), "run.bm25", runs, 1, collections=["demo"])
     assert command[-2:] == ["--collections", "demo"]
+
+
+def test_only_the_data_the_steps_to_run_read_must_be_present(tmp_path, capsys):
+    """A training file nothing left to run reads (its curation or model already made) need not be
+    on this machine; one a step to run reads is checked before any work."""
+    text = DEMO_RUNS.format(gpus="gpus = 0").replace("[run.bm25]", '[data.train]\nfile = "absent.jsonl.gz"\n'
+                                                     'sha256 = "' + "0" * 64 + '"\n\n[run.bm25]', 1)
+    path = _write(tmp_path, text)
+    runs = tmp_path / "runs"
+    assert main(["reproduce", str(path), "--runs-dir", str(runs), "--no-progress"]) == 0
+    assert (runs / "demo" / "bm25" / "seed-0.json").is_file()
+    capsys.readouterr()
+    path.write_text(text + '\n[train.sadiri]\nsystem = "sadiri"\ndata = "train"\nbackbone = "tiny"\n'
+                    '\n[backbones.tiny]\ntiny = "bert"\n', encoding="utf-8")
+    err = _one_line_error(capsys, ["reproduce", str(path), "--runs-dir", str(runs), "--only", "train.sadiri"])
+    assert "[data.train] file 'absent.jsonl.gz' not found" in err

@@ -106,6 +106,13 @@ def needed(plan: Plan, targets: Sequence[str], explicit: bool) -> tuple[list[str
     return [a for a in order(exp) if a in want], status
 
 
+def data_read_by(exp: Experiment, todo: Sequence[str]) -> list[str]:
+    """The data names the steps to run read: a curation's inputs, a training's file. Data whose
+    curation is already in the store is not needed again."""
+    names = {i for a in todo if exp.steps[a].kind in ("curate", "train") for i in exp.steps[a].inputs}
+    return [n for n in exp.data if n in names]
+
+
 def reproduce(registry, path: str | Path, opts: Options, out=print) -> int:
     from harness import locations
     from harness.experiments import executors
@@ -114,13 +121,12 @@ def reproduce(registry, path: str | Path, opts: Options, out=print) -> int:
     exp = narrow(load(path, registry), opts.collections)
     runs_dir = Path(locations.runs_dir(opts.runs_dir)).resolve()
     plan = Plan(exp, registry, runs_dir, data_dir=opts.data_dir)
-    for name in exp.data:  # every file present and of the sha256 declared, before any work
-        if not opts.dry_run:
-            plan.data_path(name)
     targets = select(exp, list(opts.only) or None) if opts.only else outputs(exp)
     todo, status = needed(plan, targets, explicit=bool(opts.only))
     if opts.dry_run:
         return _print_plan(plan, targets, todo, status, out)
+    for name in data_read_by(exp, todo):  # present and of the sha256 declared, before any work
+        plan.data_path(name)
     scope = len(targets) if opts.only else len(exp.steps)
     if not todo:
         out(f"{exp.name}: nothing to do, all {scope} steps are done or not needed ({runs_dir})")
