@@ -314,3 +314,10 @@ def test_only_the_data_the_steps_to_run_read_must_be_present(tmp_path, capsys):
                     '\n[backbones.tiny]\ntiny = "bert"\n', encoding="utf-8")
     err = _one_line_error(capsys, ["reproduce", str(path), "--runs-dir", str(runs), "--only", "train.sadiri"])
     assert "[data.train] file 'absent.jsonl.gz' not found" in err
+
+
+def test_a_run_without_the_leaderboard_step_names_no_pages(tmp_path, capsys):
+    path = _write(tmp_path, DEMO_RUNS.format(gpus="gpus = 0"))
+    assert main(["reproduce", str(path), "--runs-dir", str(tmp_path / "runs"), "--only", "run.bm25"]) == 0
+    out = capsys.readouterr().out
+    assert "1 steps done" in out and "the pages" not in out

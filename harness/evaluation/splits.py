@@ -114,16 +114,21 @@ class SplitSettings:
     pool: str
     dissimilarity: Any  # DissimilarityRule | None
     max_per_author_genre: int | None = None  # harness.evaluation.author_cap; None: no cap
+    pool_cleaning: Any = None  # harness.evaluation.pool_cleaning.PoolCleaning | None
 
     @property
     def legacy(self) -> bool:
-        return self.pool == DEFAULT_POOL and self.dissimilarity is None and self.max_per_author_genre is None
+        return (self.pool == DEFAULT_POOL and self.dissimilarity is None and self.max_per_author_genre is None
+                and self.pool_cleaning is None)
 
 
 def split_settings(collection: Collection, author_fraction: float | None = None, pool: str | None = None,
-                   dissimilarity: Any = None, max_per_author_genre: int | None = None) -> SplitSettings:
+                   dissimilarity: Any = None, max_per_author_genre: int | None = None,
+                   pool_cleaning: Any = None) -> SplitSettings:
     """The caller's settings, else the collection's `split_defaults`, else the harness defaults.
-    max_per_author_genre: None takes the collection's, 0 is no cap."""
+    max_per_author_genre: None takes the collection's, 0 is no cap; pool_cleaning: None takes the
+    collection's, False is none."""
+    from harness.evaluation import pool_cleaning as cleaning
     from harness.evaluation.author_cap import SETTING, check_cap
     from harness.evaluation.dissimilarity import DissimilarityRule
 
@@ -140,22 +145,25 @@ def split_settings(collection: Collection, author_fraction: float | None = None,
         rule = DissimilarityRule.from_dict(rule)
     if rule is not None and rule is not False and rule.threshold >= 1:
         rule = None  # a cosine threshold of 1 or more removes nothing: no rule
-    return SplitSettings(fraction, pool, rule or None, cap)
+    clean = cleaning.PoolCleaning.from_value(pool_cleaning if pool_cleaning is not None
+                                             else d.get(cleaning.SETTING))
+    return SplitSettings(fraction, pool, rule or None, cap, clean)
 
 
 def build_split(collection: Collection, seed: int, author_fraction: float | None = None, *, pool: str | None = None,
-                dissimilarity: Any = None, max_per_author_genre: int | None = None) -> Split:
+                dissimilarity: Any = None, max_per_author_genre: int | None = None, pool_cleaning: Any = None) -> Split:
     """Sample a split from `collection` with seed `seed` (see the module docstring).
 
     author_fraction, pool ("all" or "paper"), dissimilarity (a DissimilarityRule, or False
-    for none) and max_per_author_genre (0 for none) default to the collection's split_defaults.
-    The steps, in order: cap the documents per (author, genre), sample the authors, pick their
-    queries, make the candidate pool, find each query's needles, apply the collection's rule;
-    the seeded generator is read by the sampling and the picking only.
+    for none), max_per_author_genre (0 for none) and pool_cleaning (False for none) default to the
+    collection's split_defaults. The steps, in order: cap the documents per (author, genre), sample
+    the authors, pick their queries, make the candidate pool, find each query's needles, take bots
+    out, apply the collection's rule, drop near-copies; the seeded generator is read by the
+    sampling and the picking only.
     """
     if collection.given_splits is not None:
         return _given_split(collection, seed)
-    settings = split_settings(collection, author_fraction, pool, dissimilarity, max_per_author_genre)
+    settings = split_settings(collection, author_fraction, pool, dissimilarity, max_per_author_genre, pool_cleaning)
     source = collection
     left_out: frozenset[str] = frozenset()
     if settings.max_per_author_genre is not None:
@@ -175,7 +183,15 @@ def build_split(collection: Collection, seed: int, author_fraction: float | None
             builder["derivation"] = dict(collection.derivation)
     if settings.max_per_author_genre is not None:
         builder.update(max_per_author_genre=settings.max_per_author_genre, left_out_by_cap=len(left_out))
+    if settings.pool_cleaning is not None:  # after the draws, so every other query stays as it was
+        from harness.evaluation.pool_cleaning import remove_bots
+
+        needles, candidates = remove_bots(source, settings.pool_cleaning, needles, candidates, builder)
     needles = _apply_rule(source, settings, needles, builder)  # the rule's measure is fitted on every document
+    if settings.pool_cleaning is not None:
+        from harness.evaluation.pool_cleaning import drop_near_copies
+
+        needles = drop_near_copies(source, settings.pool_cleaning, needles, builder)
     docs = collection.documents
     split = Split(
         collection=collection.name,
@@ -364,6 +380,7 @@ def check_place(split: Split, path: Path, collection: str | None = None) -> None
 def _rebuilt(split: Split, collection: Collection, where: str) -> Split | None:
     """The builder's split for the manifest's recorded settings and seed."""
     from harness.evaluation.dissimilarity import DissimilarityRule
+    from harness.evaluation.pool_cleaning import recorded_rule
 
     if collection.given_splits is not None:
         return build_split(collection, split.seed) if split.seed in collection.given_splits else None
@@ -374,7 +391,8 @@ def _rebuilt(split: Split, collection: Collection, where: str) -> Split | None:
     try:
         return build_split(collection, split.seed, b.get("author_fraction"), pool=b.get("pool", DEFAULT_POOL),
                            dissimilarity=DissimilarityRule.from_dict(rule) if isinstance(rule, dict) else False,
-                           max_per_author_genre=b.get("max_per_author_genre") or 0)
+                           max_per_author_genre=b.get("max_per_author_genre") or 0,
+                           pool_cleaning=recorded_rule(b) or False)
     except (HarnessError, TypeError, ValueError, KeyError) as e:
         raise DataError(f"{where}: rebuilding it from its builder record fails ({e})") from None
 
@@ -471,6 +489,7 @@ def get_split(
     pool: str | None = None,
     dissimilarity: Any = None,
     max_per_author_genre: int | None = None,
+    pool_cleaning: Any = None,
 ) -> Split:
     """The committed manifest when there is one (checked against the data), else a fresh build.
 
@@ -479,6 +498,8 @@ def get_split(
     author fraction, is an error rather than silently replaced: published numbers are tied to
     the committed split.
     """
+    from harness.evaluation.pool_cleaning import recorded_rule
+
     path = manifest_path(splits_dir, collection.name, seed)
     if record is not None and manifest_path(record, collection.name, seed).exists():
         path = manifest_path(record, collection.name, seed)
@@ -493,7 +514,8 @@ def get_split(
                     f"{collection.name!r} changed on purpose, rebuild with `aa-harness split --overwrite` "
                     "(this replaces the old manifests, and results made on them no longer match)"
                 )
-            want = split_settings(collection, author_fraction, pool, dissimilarity, max_per_author_genre)
+            want = split_settings(collection, author_fraction, pool, dissimilarity, max_per_author_genre,
+                                  pool_cleaning)
             if split.builder.get("author_fraction") != want.author_fraction:
                 raise DataError(
                     f"{path}: built with author fraction {split.builder.get('author_fraction')}, asked for {want.author_fraction}"
@@ -507,6 +529,10 @@ def get_split(
                     have_rule is not None and want_rule is not None
                     and {k: have_rule.get(k) for k in want_rule} != want_rule):
                 raise DataError(f"{path}: built with dissimilarity rule {have_rule}, asked for {want_rule}")
+            have_clean = recorded_rule(split.builder)
+            want_clean = want.pool_cleaning.as_dict() if want.pool_cleaning is not None else None
+            if have_clean != want_clean:
+                raise DataError(f"{path}: built with pool cleaning {have_clean}, asked for {want_clean}")
             have_cap = split.builder.get("max_per_author_genre")
             if have_cap != want.max_per_author_genre:
                 raise DataError(f"{path}: built with {_cap_words(have_cap)} per (author, genre), asked for "
@@ -515,7 +541,7 @@ def get_split(
         check_by_rebuilding(split, path, collection)
         return split
     split = build_split(collection, seed, author_fraction, pool=pool, dissimilarity=dissimilarity,
-                        max_per_author_genre=max_per_author_genre)
+                        max_per_author_genre=max_per_author_genre, pool_cleaning=pool_cleaning)
     if write:
         write_manifest(split, splits_dir)
     return split
@@ -577,9 +603,17 @@ def counts_table(splits: Sequence[Split]) -> str:
                      f"{sizes['paper']} / {sizes['all']}" if sizes else "—",
                      (f"needle cos < {rule['threshold']}: dropped {rule['queries_dropped']} of {rule['queries_before']} "
                       f"queries, {rule['query_authors_before'] - c['query_authors']} of {rule['query_authors_before']} authors")
-                     if rule else "—"])
+                     if rule else "—", _cleaning_words(b)])
     return tabulate(rows, headers=["collection", "seed", "query authors", "queries", "largest author's queries",
                                    "candidates", "query-needle pairs", "author fraction", "pool",
                                    "max documents per (author, genre)", "pool size paper / all",
-                                   "dissimilarity rule: dropped"],
+                                   "dissimilarity rule: dropped", "pool cleaning: dropped"],
                     tablefmt="github", disable_numparse=True)
+
+
+def _cleaning_words(builder: Mapping[str, Any]) -> str:
+    rec = builder.get("pool_cleaning")
+    if not isinstance(rec, Mapping):
+        return "—"
+    return (f"{rec['queries_dropped_as_bots']} queries of {len(rec['bot_authors'])} bots, "
+            f"{rec['queries_dropped_near_copy']} near-copies (needle cos ≥ {rec['near_copy_cosine']})")

@@ -153,7 +153,7 @@ def reproduce(registry, path: str | Path, opts: Options, out=print) -> int:
     else:
         executors.run_in_process(todo, lambda a: perform(plan, a, progress=opts.progress), report)
     out(f"{exp.name}: {len(todo)} steps done" + (f"; the pages: {plan.leaderboard_dir() / 'main.md'}"
-                                                  if "leaderboard" in exp.steps else ""))
+                                                  if "leaderboard" in todo else ""))
     return 0
 
 

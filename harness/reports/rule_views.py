@@ -1,6 +1,6 @@
 """Both views of a collection with a dissimilarity rule: the rule's view (`<c>`) and all cross-genre
-queries (`<c>-all`: the same data, seeds, author fraction and pool, no rule; its manifests record each
-query's largest query-needle cosine).
+queries (`<c>-all`: the same data, seeds, author fraction and pool, no rule, less bots and near-copies;
+its manifests record each query's largest query-needle cosine).
 
 The rule keeps a query only when its nearest needle is lexically far (word TF-IDF cosine below the
 threshold). Its threshold was chosen as the largest at which BM25 falls to about 2% Success@8 on the
@@ -50,7 +50,7 @@ def load_views(
     collection: str, seeds, rule_dir: Path | None, all_dir: Path | None
 ) -> Views:
     """The two views' manifests, checked: every query the rule keeps is a query of the -all view with a needle
-    cosine below the threshold, with the same needles and pool, and every -all query below it is kept."""
+    cosine below the threshold, with the same needles and pool (less the -all view's bots), and every -all query below it is kept."""
     cosine, kept, authors = {}, set(), {}
     threshold = math.nan
     for seed in sorted(seeds):
@@ -67,10 +67,15 @@ def load_views(
             )
         threshold = float(info["threshold"])
         below = {q for q, v in recorded.items() if v < threshold}
-        ruled = {q.documentID for q in rule.queries}
+        # the -all view's pool cleaning takes bots out of both sides (harness.evaluation.pool_cleaning)
+        cleaning = every.builder.get("pool_cleaning") or {}
+        bots = set(cleaning.get("bot_authors", ()))
+        ruled = {q.documentID for q in rule.queries if not set(q.authorIDs) & bots}
+        same_pool = set(every.candidates) <= set(rule.candidates) and (
+            len(rule.candidates) - len(every.candidates) == cleaning.get("bot_candidates_removed", 0))
         if (
             ruled != below
-            or rule.candidates != every.candidates
+            or not same_pool
             or any(tuple(rule.needles[q]) != tuple(every.needles[q]) for q in ruled)
         ):
             raise DataError(
