@@ -30,6 +30,7 @@ from harness.reports.significance import (
     run_author_macro,
 )
 from harness.reports.split_settings_note import split_settings_note
+from harness.reports.surface_topics import surface_topics_section
 
 BASELINE = "bm25"
 
@@ -106,4 +107,5 @@ def collection_page(collection: str, runs: dict, names: list[str], splits_dir: P
             f"`*` differs from the best row, `†` from {BASELINE} (p < {ALPHA}); `{HOLM_MARK}` after a mark: still "
             f"below {ALPHA} after Holm's adjustment.\n\n{table}\n\n{tests.summary()}\n\n"
             + "".join(f"{n}\n\n" for n in notes)
-            + rule_views_section(runs, names, collection, splits_dir, all_view_dir))
+            + rule_views_section(runs, names, collection, splits_dir, all_view_dir)
+            + surface_topics_section(runs, names, collection, splits_dir))
