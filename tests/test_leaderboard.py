@@ -130,3 +130,25 @@ def test_the_leaderboard_lists_submitted_rankings_marked_as_submitted(tmp_path, 
     assert "| submitted " in page  # the runs table's system column
     assert "submitted rankings by A. Person: bm25 / again" in page  # what each run is; no table-breaking |
     assert "| mine (submitted) " in (out / "collections" / "demo.md").read_text()
+
+
+def test_a_synthetic_collection_is_shown_apart_and_labelled(tmp_path, capsys):
+    """demo declares itself synthetic: its runs leave the benchmarks' table for a labelled section (alone,
+    the page shows that section and no empty table), and the HTML site labels its section too."""
+    from dataclasses import replace
+
+    from harness.reports.board import load_board
+    from harness.reports.html_site import build_site
+    from harness.reports.leaderboard import main_page
+
+    runs = tmp_path / "runs"
+    assert main(["run", "bm25", "--collection", "demo", "--seeds", "0", "--runs-dir", str(runs), "--no-progress"]) == 0
+    board = load_board(runs, plots=False)
+    assert board.synthetic >= {"demo"}
+    page = main_page(board)
+    head, section = page.split("## Synthetic collections (not benchmarks)")
+    assert "| bm25" not in head and "(no runs yet)" not in head
+    assert "says nothing about authorship attribution" in section and "| bm25" in section.split("## Runs")[0]
+    plain = main_page(replace(board, synthetic=frozenset()))  # a collection that does not declare it: in the table
+    assert "## Synthetic collections" not in plain and "| bm25" in plain.split("## Runs")[0]
+    assert "(synthetic, not a benchmark)" in build_site(board, {})["index.html"]

@@ -176,7 +176,7 @@ def ta1_collection_by_name(name: str, root: str, data_dir=None):
 def register_collections(register):
     register(CollectionSpec("demo", "harness.data.demo:demo_collection",
                             "SYNTHETIC: 60 multi-genre + 500 one-genre authors, style-carried authorship", "built in",
-                            locate="harness.data.builtin:demo_location"))
+                            locate="harness.data.builtin:demo_location", synthetic=True))
     for name in ("pan19-en", "pan18-en"):
         register(CollectionSpec(name, "harness.data.builtin:pan_collection",
                                 f"{name[:5].upper()} English cross-fandom + blogs-background + enron haystack",
