@@ -41,15 +41,16 @@ def test_an_author_repeated_over_seeds_widens_the_interval_and_the_p():
     )
 
 
-def _write_manifest(folder, seed, queries):
+def _write_manifest(folder, seed, queries, needles=None):
     from harness.evaluation.splits import Query, Split, write_manifest
 
+    needles = needles or {}
     split = Split(
         collection="c",
         seed=seed,
         queries=tuple(Query(d, tuple(a), "g") for d, a in queries),
-        candidates=(),
-        needles={},
+        candidates=tuple(sorted({n for ns in needles.values() for n in ns})),
+        needles={q: tuple(ns) for q, ns in needles.items()},
         builder={},
         source_sha256="",
     )
@@ -81,3 +82,18 @@ def test_compare_without_a_manifest_is_an_error(tmp_path):
     a = [_result(0, {"q1": 1}), _result(1, {"q1": 1})]
     with pytest.raises(HarnessError, match="seed-1.json"):
         compare_results(a, a, tmp_path)
+
+
+def test_a_needle_shared_by_two_authors_queries_joins_them_across_seeds(tmp_path):
+    """n1 is a needle of a's query and of b's (so it is co-authored by a and b): a and b are one
+    cluster, in every seed, though no query of theirs is co-authored; c stays apart."""
+    from harness.evaluation.author_clusters import needle_ties
+
+    _write_manifest(tmp_path / "c", 0, [("q1", ["a"]), ("q2", ["b"]), ("q3", ["c"])],
+                    {"q1": ["n1", "n2"], "q2": ["n1"], "q3": ["n3"]})
+    _write_manifest(tmp_path / "c", 1, [("q1", ["a"]), ("q4", ["b"])], {"q1": ["n2"], "q4": ["n4"]})
+    got = query_author_clusters("c", [0, 1], tmp_path)
+    assert got[(0, "q1")] == got[(0, "q2")] == got[(1, "q1")] == got[(1, "q4")] == "a"
+    assert got[(0, "q3")] == "c"
+    assert len(set(query_author_clusters("c", [1], tmp_path).values())) == 2  # seed 1 alone shares no needle
+    assert needle_ties({"q1": ["n1"], "q2": ["n1"], "q3": ["n1"]}, {"q1": ["b"], "q2": ["a"], "q3": ["a"]}) == [("a", "b")]

@@ -32,7 +32,7 @@ def random_projection(x, k: int, seed: int, device=None):
     return torch.as_tensor(np.asarray(x, dtype=np.float32), device=device) @ torch.as_tensor(r, device=device) / math.sqrt(k)
 
 
-def author_clusters(doc_vecs, doc_authors: Sequence[str], n_clusters: int, seed: int) -> dict[str, int]:
+def kmeans_author_groups(doc_vecs, doc_authors: Sequence[str], n_clusters: int, seed: int) -> dict[str, int]:
     """Each author's cluster: of the clusters its documents fall in, the largest (then lowest id)."""
     assign = spherical_kmeans(doc_vecs, n_clusters, seed=seed)
     size = Counter(assign.tolist())
@@ -71,7 +71,7 @@ def hard_negative_batches(doc_vecs: np.ndarray, doc_authors: Sequence[str], batc
     authors = sorted(set(doc_authors))
     n_batches = math.ceil(len(authors) / batch_size)
     n_clusters = max(1, round(n_batches * cluster_factor))
-    chosen = author_clusters(doc_vecs, doc_authors, n_clusters, seed)
+    chosen = kmeans_author_groups(doc_vecs, doc_authors, n_clusters, seed)
     clusters: dict[int, list[str]] = defaultdict(list)
     for a in authors:
         clusters[chosen[a]].append(a)

@@ -8,10 +8,11 @@ harness.evaluation.significance for the tests themselves.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.evaluation.author_clusters import author_clusters
+from harness.evaluation.author_clusters import author_clusters, needle_ties
 from harness.evaluation.author_macro import author_macro
 from harness.evaluation.sign_flip import DRAWS, EXACT_MAX, MAX_DRAWS, NEAR, TARGET_SE
 from harness.evaluation.significance import (
@@ -40,27 +41,39 @@ def first_ranks_by_key(results: list[dict]) -> dict[tuple[int, str], int | None]
 
 def query_author_clusters(collection: str, seeds, splits_dir: Path | Sequence[Path] | None) -> dict[tuple[int, str], str]:
     """(seed, queryID) -> its author cluster over all the given seeds, from the manifests in
-    `splits_dir` (a folder, or folders looked in in order)."""
+    `splits_dir` (a folder, or folders looked in in order): authors are joined through co-authored
+    queries and through needles that queries of different authors share, in any of the seeds."""
     if splits_dir is None:
         raise HarnessError(f"{collection}: no manifests folder given; the author clusters come from the manifests")
     places = [Path(splits_dir)] if isinstance(splits_dir, (str, Path)) else [Path(p) for p in splits_dir]
     authors: dict[tuple[int, str], tuple[str, ...]] = {}
+    ties: list[tuple[str, ...]] = []
     for seed in sorted(set(seeds)):
-        for qid, who in _query_authors(find_manifest(places, collection, seed)):
+        read = _manifest_authors(find_manifest(places, collection, seed))
+        for qid, who in read.queries:
             authors[(seed, qid)] = who
-    return author_clusters(authors)
+        ties += read.ties
+    return author_clusters(authors, ties)
 
 
-_AUTHORS_READ: dict[tuple[str, int, int], tuple[tuple[str, tuple[str, ...]], ...]] = {}
+@dataclass(frozen=True)
+class _Authors:
+    queries: tuple[tuple[str, tuple[str, ...]], ...]  # (queryID, its sorted authors)
+    ties: tuple[tuple[str, ...], ...]  # harness.evaluation.author_clusters.needle_ties
 
 
-def _query_authors(path: Path) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """(queryID, its sorted authors) of a manifest, read once per file version (path, mtime, size):
+_AUTHORS_READ: dict[tuple[str, int, int], _Authors] = {}
+
+
+def _manifest_authors(path: Path) -> _Authors:
+    """A manifest's query authors and needle ties, read once per file version (path, mtime, size):
     a page compares many pairs of runs on the same manifests."""
     st = path.stat()
     key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
     if key not in _AUTHORS_READ:
-        _AUTHORS_READ[key] = tuple((q.documentID, tuple(sorted(q.authorIDs))) for q in read_manifest(path).queries)
+        split = read_manifest(path)
+        queries = tuple((q.documentID, tuple(sorted(q.authorIDs))) for q in split.queries)
+        _AUTHORS_READ[key] = _Authors(queries, tuple(needle_ties(split.needles, dict(queries))))
     return _AUTHORS_READ[key]
 
 
