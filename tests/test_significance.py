@@ -130,3 +130,20 @@ def test_authors_needed_formula():
     n, sd = authors_needed(d, list(range(100)))
     assert sd == pytest.approx(np.std(d, ddof=1))
     assert n == int(np.ceil((2.8015817 * sd / 0.05) ** 2))
+
+
+def test_a_tie_within_rounding_counts_for_the_interval_as_for_the_p():
+    """An assignment whose sum equals the observed one but for float rounding is a hit of the test;
+    the interval must then reach 0 too, or the two disagree (as they once did on another CPU)."""
+    import numpy as np
+
+    from harness.evaluation.sign_flip import Assignments, _hits, inverted_interval
+
+    sums, counts = np.array([1.0, 2.0]), np.array([1.0, 1.0])  # observed sum 3 over 2 queries
+    a = np.array([3.0 - 1e-12] + [0.5] * 38)  # one tie within rounding, 38 assignments far below
+    b = np.zeros(39)
+    hits = _hits(a, 3.0)
+    p = (1 + hits) / (1 + len(a))
+    assert hits == 1 and p == 0.05
+    lo, hi = inverted_interval(sums, counts, Assignments(a, b, False))
+    assert lo <= 0 <= hi

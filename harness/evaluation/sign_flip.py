@@ -92,9 +92,14 @@ def _draw(rng: np.random.Generator, sums: np.ndarray, counts: np.ndarray, m: int
     return a, b
 
 
+def _reaches(a: np.ndarray, observed: float) -> np.ndarray:
+    """Which assignments reach the observed statistic: ties within rounding count, so that a sum
+    that equals the observed one in exact arithmetic is never lost to the order of float additions."""
+    return np.abs(a) >= observed - 1e-9 * max(1.0, observed)
+
+
 def _hits(a: np.ndarray, observed: float) -> int:
-    tol = 1e-9 * max(1.0, observed)
-    return int((np.abs(a) >= observed - tol).sum())
+    return int(_reaches(a, observed).sum())
 
 
 def sign_flip_test(sums: np.ndarray, counts: np.ndarray, *, alpha: float = 0.05, draws: int = DRAWS,
@@ -131,7 +136,10 @@ def _accepted_ends(flips: Assignments, total: float, n: float) -> tuple[np.ndarr
         d2 = np.where(whole, 0.0, (total + a) / (n + b))
     lo = np.where(whole, -np.inf, np.minimum(d1, d2))
     hi = np.where(whole, np.inf, np.maximum(d1, d2))
-    return lo, hi
+    # an assignment the test counts as reaching the statistic at d = 0 (a tie within rounding) reaches
+    # it there for the interval too, so 0 is inside exactly when p >= alpha on any machine
+    tie = _reaches(a, abs(total))
+    return np.where(tie, np.minimum(lo, 0.0), lo), np.where(tie, np.maximum(hi, 0.0), hi)
 
 
 def inverted_interval(sums: np.ndarray, counts: np.ndarray, flips: Assignments, *,
