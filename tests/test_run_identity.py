@@ -69,11 +69,15 @@ def test_differs_from_the_paper_lists_each_deviation():
         "backbone 1.54B (paper: Qwen3 0.6B–8B or Mistral-Nemo 12B)",
         "similarity cosine (paper: dot)",
         "lr 0.0001 (paper: 1e-05)",
-        "global batch 16 × accumulation 1 authors (paper: 64 × 1)",
+        "global batch 16 × accumulation 1 authors (paper: 64 × 1; 16 a GPU on 4 GPUs, whether gathered across GPUs "
+        "not stated in the paper; here 1 GPU)",
         "training authors 3,733 (paper: 197,559)",
+        "backbone code-tuned instruct, Q4_K_M GGUF (paper: base, dense weights)",
     ):
         assert part in cell, cell
-    assert "epochs" not in cell  # one epoch, as the paper
+    assert "epochs" not in cell and "training sources" not in cell  # one epoch, as the paper; sources unknown
+    sourced = differs_from_paper(_retriever(), {"f8b69e03cbac": ["blogs", "reddit"]})
+    assert "training sources 2: blogs, reddit (paper: 8)" in sourced
     reranker = {
         "system": "sadiri-v2-reranker",
         "config": {
@@ -99,7 +103,16 @@ def test_differs_from_the_paper_lists_each_deviation():
         and "author fraction 1 (paper: 0.1)" in cell
     )
     assert "global batch 4 × accumulation 1 queries (paper: 4 × 10)" in cell
+    assert "first stage r (paper: the Mistral-Nemo 12B retriever's top 100)" in cell
     assert differs_from_paper({"system": "sbert", "config": {}}) == "—"
+    assert differs_from_paper({"system": "bm25", "config": {"k1": 0.25}}) == (
+        "k1 0.25 (paper: not stated; this harness's setting)")
+    untrained = differs_from_paper({"system": "sadiri-v2-retriever", "config": {
+        "backbone": "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF", "projection_init": "default"}})
+    assert "an untrained projection (default init) added by this harness" in untrained
+    luar = differs_from_paper({"system": "luar", "config": {}, "extra": {"model_card": {
+        "recipe": {"lr": 2e-5, "epochs": 4, "authors_per_batch": 64}}}})
+    assert "recipe this harness's (lr 2e-05, 4 epochs, 64 authors a batch; paper: not stated)" in luar
     assert (
         differs_from_paper({"system": "char-ngram", "config": {}}) == "not in the paper"
     )
@@ -147,3 +160,20 @@ def test_generated_pages_name_every_backbone_by_its_full_id(tmp_path):
     )
     section = main[main.index("## What each run is") :]
     assert not GGUF.search(section), "a GGUF backbone without its quantization"
+
+
+def test_the_training_sets_record_is_read_bounded_and_a_bad_one_is_one_line(tmp_path):
+    from harness.errors import DataError
+    from harness.reports.run_identity import load_training_sources
+
+    assert load_training_sources(None) == {} and load_training_sources(tmp_path) == {}
+    (tmp_path / "training").mkdir()
+    path = tmp_path / "training" / "training-sets.json"
+    path.write_text('{"sets": {"ab12": {"sources": ["blogs"]}}}', encoding="utf-8")
+    assert load_training_sources(tmp_path) == {"ab12": ["blogs"]}
+    for bad in ('{"sets": []}', "[" * 100_000, b"\xff"):
+        path.write_bytes(bad if isinstance(bad, bytes) else bad.encode())
+        with pytest.raises(DataError) as e:
+            load_training_sources(tmp_path)
+        assert len(str(e.value).splitlines()) == 1 and str(path) in str(e.value)
+    assert load_training_sources(ROOT / "leaderboards")["1f236d79d3e9"][0].startswith("blogs")

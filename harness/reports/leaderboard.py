@@ -234,12 +234,12 @@ def stale_section(board: Board, collection: str | None = None) -> str:
 
 def identity_section(board: Board, names: list[str]) -> str:
     """The pages' closing "What each run is" table (harness.reports.run_identity)."""
-    from harness.reports.run_identity import identity_table, load_before_decontamination
+    from harness.reports.run_identity import identity_table, load_before_decontamination, load_training_sources
 
     if not names:
         return ""
-    before = load_before_decontamination(board.record)
-    return f"\n## What each run is\n\n{identity_table(board.runs, names, before)}"
+    before, sources = load_before_decontamination(board.record), load_training_sources(board.record)
+    return f"\n## What each run is\n\n{identity_table(board.runs, names, before, sources)}"
 
 
 def genre_page(board: Board) -> str:

@@ -61,19 +61,28 @@ RECIPES = [
 # (harness.reports.run_identity). Global batch = the per-GPU batch times the paper's 4 GPUs, in
 # authors (retrievers) or queries (reranker); None: the paper does not state it.
 PAPER_TRAINING_AUTHORS = 197_559
+PAPER_TRAINING_SOURCES = 8  # news, books, Reddit, book reviews, Amazon reviews, newsgroups, Wikipedia talk, PubMed
+
 PAPER_RECIPES: dict[str, dict] = {
-    "bm25": {"trained": False},
+    # settings: the system's inference settings and where they come from, when the paper does not state them
+    "bm25": {"trained": False, "settings": ("k1", "b")},
     "sbert": {"trained": False, "backbone": "all-mpnet-base-v2, 0.1B",
               "backbone_ids": ("sentence-transformers/all-mpnet-base-v2",)},
-    "luar": {"trained": True, "backbone": "RoBERTa-base, 0.1B"},
+    "luar": {"trained": True, "backbone": "RoBERTa-base, 0.1B", "training_sources": PAPER_TRAINING_SOURCES,
+             "recipe_stated": False},
     "sadiri": {"trained": True, "backbone": "RoBERTa-large, 0.3B", "lr": 1e-5, "epochs": 4, "global_batch": 74 * 4,
-               "grad_accumulation": 1, "author_fraction": 1.0, "training_authors": PAPER_TRAINING_AUTHORS},
+               "grad_accumulation": 1, "author_fraction": 1.0, "training_authors": PAPER_TRAINING_AUTHORS,
+               "training_sources": PAPER_TRAINING_SOURCES, "per_gpu": (74, 4)},
     "sadiri-v2-retriever": {"trained": True, "backbone": "Qwen3 0.6B–8B or Mistral-Nemo 12B", "similarity": "dot",
                             "lr": 1e-5, "epochs": 1, "global_batch": 16 * 4, "grad_accumulation": 1,
-                            "author_fraction": 1.0, "training_authors": PAPER_TRAINING_AUTHORS},
+                            "author_fraction": 1.0, "training_authors": PAPER_TRAINING_AUTHORS,
+                            "training_sources": PAPER_TRAINING_SOURCES, "per_gpu": (16, 4),
+                            "backbone_variant": "base, dense weights"},
     "sadiri-v2-reranker": {"trained": True, "backbone": "Mistral-Nemo-Base-2407, 12B", "lr": 1e-4,
                            "global_batch": 1 * 4, "grad_accumulation": 10, "author_fraction": 0.1,
-                           "training_authors": round(0.1 * PAPER_TRAINING_AUTHORS)},
+                           "training_authors": round(0.1 * PAPER_TRAINING_AUTHORS),
+                           "training_sources": PAPER_TRAINING_SOURCES, "backbone_variant": "base, dense weights",
+                           "first_stage": "the Mistral-Nemo 12B retriever's top 100"},
 }
 
 

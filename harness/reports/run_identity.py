@@ -27,14 +27,15 @@ from harness.specs import SUBMITTED
 class Backbone:
     parameters: float  # in billions
     quantization: str = ""  # "" for dense weights
+    variant: str = ""  # how the checkpoint was tuned ("code-tuned instruct"), "" for a base or an encoder
 
 
 BACKBONES: dict[str, Backbone] = {
-    "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF": Backbone(1.54, "Q4_K_M GGUF"),
+    "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF": Backbone(1.54, "Q4_K_M GGUF", "code-tuned instruct"),
     "Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF": Backbone(
-        0.49, "4-bit GGUF, mixed Q4_K/Q5_0/Q6_K/Q8_0 blocks"
+        0.49, "4-bit GGUF, mixed Q4_K/Q5_0/Q6_K/Q8_0 blocks", "code-tuned instruct"
     ),
-    "HuggingFaceTB/SmolLM2-135M-Instruct": Backbone(0.135, "Q4_1 GGUF"),
+    "HuggingFaceTB/SmolLM2-135M-Instruct": Backbone(0.135, "Q4_1 GGUF", "instruct"),
     "sentence-transformers/all-mpnet-base-v2": Backbone(0.109),
     "sentence-transformers/all-MiniLM-L6-v2": Backbone(0.0227),
 }
@@ -142,24 +143,40 @@ def _fmt(x) -> str:
     return str(x)
 
 
-def differs_from_paper(res: dict) -> str:
+def differs_from_paper(res: dict, sources: dict[str, list[str]] | None = None) -> str:
     """The recipe items where this run differs from the paper's recipe for its system; "—" when none
-    differ, "not in the paper" for a system the paper does not run."""
+    differ, "not in the paper" for a system the paper does not run. sources: sha256 prefix of a
+    training set -> the sources it was drawn from (load_training_sources)."""
     system = res.get("system", "")
     paper = PAPER_RECIPES.get(system)
     if paper is None:
         return "not in the paper"
+    cfg = res.get("config", {})
     out = []
+    for key in paper.get("settings", ()):
+        if key in cfg:
+            out.append(f"{key} {_fmt(cfg[key])} (paper: not stated; this harness's setting)")
     size = BACKBONES.get(backbone_id(res))
     if paper.get("backbone") and backbone_id(res) not in paper.get("backbone_ids", ()):
         here = _size(size.parameters) if size else "another"
         out.append(f"backbone {here} (paper: {paper['backbone']})")
+    if paper.get("backbone_variant") and size and (size.variant or size.quantization):
+        kind = ", ".join(x for x in (size.variant, size.quantization) if x)
+        out.append(f"backbone {kind} (paper: {paper['backbone_variant']})")
+    if paper.get("first_stage") and cfg.get("first_stage"):
+        out.append(f"first stage {cfg['first_stage']} (paper: {paper['first_stage']})")
     if not trained_here(res):
         if paper.get("trained"):
             out.append("not trained (pretrained backbone only)")
+            if cfg.get("projection_init") is not None:
+                out.append(f"an untrained projection ({cfg['projection_init']} init) added by this harness")
         return "; ".join(out) or "—"
     r = _recipe(res)
     gb = r.get("global_batch") or {}
+    if paper.get("recipe_stated") is False:
+        words = {"lr": "lr {}", "epochs": "{} epochs", "authors_per_batch": "{} authors a batch"}
+        shown = ", ".join(w.format(_fmt(r[k])) for k, w in words.items() if k in r)
+        out.append(f"recipe this harness's ({shown}; paper: not stated)")
     checks = [
         ("similarity", r.get("similarity"), paper.get("similarity")),
         ("lr", r.get("lr"), paper.get("lr")),
@@ -170,7 +187,6 @@ def differs_from_paper(res: dict) -> str:
         if theirs is not None and ours is not None and ours != theirs:
             out.append(f"{name} {_fmt(ours)} (paper: {_fmt(theirs)})")
     if not gb:  # no model card: the run's config
-        cfg = res.get("config", {})
         per_batch = cfg.get("authors_per_batch") or cfg.get("queries_per_batch")
         if per_batch:
             accum = int(cfg.get("grad_accumulation", 1))
@@ -185,15 +201,44 @@ def differs_from_paper(res: dict) -> str:
         p_batch, p_accum = paper["global_batch"], paper.get("grad_accumulation", 1)
         if (per_step, accum) != (p_batch * p_accum, p_accum):
             unit = gb.get("unit", "")
+            gpus = int(r.get("world_size") or 1)
+            gathered = ""
+            if paper.get("per_gpu"):
+                per, n = paper["per_gpu"]
+                gathered = (f"; {per} a GPU on {n} GPUs, whether gathered across GPUs not stated in the paper; "
+                            f"here {gpus} GPU{'s' if gpus > 1 else ''}")
             out.append(
                 f"global batch {per_step // max(1, accum)} × accumulation {accum} {unit} "
-                f"(paper: {p_batch} × {p_accum})"
+                f"(paper: {p_batch} × {p_accum}{gathered})"
             )
-    authors = (r.get("training_data") or {}).get("authors")
+    data = r.get("training_data") or {}
+    authors = data.get("authors")
     if paper.get("training_authors") and authors:
         used = round(authors * float(r.get("author_fraction", 1.0)))
         out.append(f"training authors {used:,} (paper: {paper['training_authors']:,})")
+    sha = str(data.get("sha256", ""))
+    drawn = next((v for k, v in (sources or {}).items() if k and sha.startswith(k)), None)
+    if paper.get("training_sources") and drawn:
+        out.append(f"training sources {len(drawn)}: {', '.join(drawn)} (paper: {paper['training_sources']})")
     return "; ".join(out) or "—"
+
+
+def load_training_sources(record: Path | None) -> dict[str, list[str]]:
+    """sha256 prefix of a training set -> the public sources it was drawn from, from
+    `<record>/training/training-sets.json` (empty without a record or that file)."""
+    if record is None:
+        return {}
+    path = Path(record) / "training" / "training-sets.json"
+    if not path.is_file():
+        return {}
+    from harness.data.jsonl import read_json
+    from harness.errors import DataError
+
+    obj = read_json(path, "training-sets record")
+    try:
+        return {str(k): [str(x) for x in v["sources"]] for k, v in obj["sets"].items()}
+    except (KeyError, AttributeError, TypeError) as e:
+        raise DataError(f"{path}: not a training-sets record ({type(e).__name__}: {e})") from None
 
 
 @dataclass(frozen=True)
@@ -215,7 +260,8 @@ def submitted_by(res: dict) -> str:
     return text if len(text) <= 160 else text[:159] + "…"
 
 
-def run_identity(name: str, res: dict, before: dict[str, str]) -> RunIdentity:
+def run_identity(name: str, res: dict, before: dict[str, str], sources: dict[str, list[str]] | None = None
+                 ) -> RunIdentity:
     if res.get("system") == SUBMITTED:  # no code ran here: the submission says what it is
         return RunIdentity(name, "—", "—", submitted_by(res), "—", "not in the paper")
     if res.get("system") in NO_MODEL:
@@ -230,11 +276,12 @@ def run_identity(name: str, res: dict, before: dict[str, str]) -> RunIdentity:
         parameters(res),
         origin,
         training_data(res, before),
-        differs_from_paper(res),
+        differs_from_paper(res, sources),
     )
 
 
-def identity_table(runs: dict, names: list[str], before: dict[str, str]) -> str:
+def identity_table(runs: dict, names: list[str], before: dict[str, str],
+                   sources: dict[str, list[str]] | None = None) -> str:
     """The "What each run is" table: one row per run name (its first collection's first seed)."""
     from harness.reports.markdown_table import markdown_table
 
@@ -244,7 +291,7 @@ def identity_table(runs: dict, names: list[str], before: dict[str, str]) -> str:
     rows = []
     for name in names:
         if name in first:
-            i = run_identity(name, first[name], before)
+            i = run_identity(name, first[name], before, sources)
             rows.append(
                 [i.run, i.backbone, i.parameters, i.origin, i.training_data, i.differs]
             )
