@@ -23,6 +23,38 @@ BENCH_ENV = "AA_HARNESS_BENCH_DIR"
 STORE_ENV = "AA_HARNESS_STORE"
 
 
+# The folders of a checkout that hold the project's own files: a home, cache or store there would mix
+# per-user files into what is committed.
+CHECKOUT_FOLDERS = ("harness", "plugins", "leaderboards", "splits", "tests", "docs", "examples", "benchmarks",
+                    "experiments")
+
+
+def _forbidden(record_ok: bool) -> list[tuple[Path, str]]:
+    """(folder, what it is) of the places a folder the harness writes may not be in: the installed
+    package (its record included), the folder it is installed in (site-packages) unless that is a
+    checkout, and, unless `record_ok`, a checkout's committed folders."""
+    package = Path(__file__).resolve().parent
+    parent = package.parent
+    if (parent / "pyproject.toml").is_file():  # an editable install: the package lives in a checkout
+        if record_ok:  # results may be written into the checkout's record of runs (CONTRIBUTING.md)
+            return [(package, "the harness package")]
+        return [(parent / name, "the checkout's committed folders") for name in CHECKOUT_FOLDERS]
+    return [(package, "the installed harness package"), (parent, "the folder the harness is installed in")]
+
+
+def checked_place(path: Path, what: str, env: str | None = None, *, record_ok: bool = False) -> Path:
+    """`path`, unless it lies inside the installed package, its site-packages or (unless `record_ok`,
+    for results and pages) a checkout's committed folders: a one-line HarnessError naming the setting."""
+    from harness.errors import HarnessError
+
+    resolved = path.resolve()
+    for folder, kind in _forbidden(record_ok):
+        if resolved == folder or folder in resolved.parents:
+            how = f" (${env})" if env and os.environ.get(env) else ""
+            raise HarnessError(f"{what}{how} {path} is inside {kind} ({folder}); choose a folder of your own")
+    return path
+
+
 def _pick(flag: str | Path | None, env: str | None, default) -> Path:
     """flag > $env > default() (a callable, so a default is computed only when it is used)."""
     if flag is not None and str(flag) != "":
@@ -36,12 +68,12 @@ def home() -> Path:
     """$AA_HARNESS_HOME, else the per-user data folder (e.g. ~/.local/share/aa-harness)."""
     from platformdirs import user_data_dir
 
-    return _pick(None, HOME_ENV, lambda: user_data_dir(APP, appauthor=False))
+    return checked_place(_pick(None, HOME_ENV, lambda: user_data_dir(APP, appauthor=False)), "the home", HOME_ENV)
 
 
 def runs_dir(flag: str | Path | None = None) -> Path:
     """Results: --runs-dir, $AA_HARNESS_RUNS_DIR, else <home>/runs."""
-    return _pick(flag, RUNS_ENV, lambda: home() / "runs")
+    return checked_place(_pick(flag, RUNS_ENV, lambda: home() / "runs"), "the runs folder", RUNS_ENV, record_ok=True)
 
 
 def built_splits_dir(runs: str | Path) -> Path:
@@ -82,7 +114,7 @@ def cache_dir() -> Path:
     """Embeddings, dequantized weights, local model copies: $AA_HARNESS_CACHE, else the per-user cache."""
     from platformdirs import user_cache_dir
 
-    return _pick(None, CACHE_ENV, lambda: user_cache_dir(APP, appauthor=False))
+    return checked_place(_pick(None, CACHE_ENV, lambda: user_cache_dir(APP, appauthor=False)), "the cache", CACHE_ENV)
 
 
 def model_dirs() -> list[Path]:
@@ -106,7 +138,7 @@ def hf_hub_cache() -> Path:
 def store_dir() -> Path:
     """What `aa-harness reproduce` makes besides results (generated and curated data, trained models,
     by content address): $AA_HARNESS_STORE, else <home>/store."""
-    return _pick(None, STORE_ENV, lambda: home() / "store")
+    return checked_place(_pick(None, STORE_ENV, lambda: home() / "store"), "the store", STORE_ENV)
 
 
 def leaderboard_dir(flag: str | Path | None = None) -> Path:

@@ -288,3 +288,22 @@ def test_pages_and_exports_show_the_plugin_version_beside_each_row(home, tmp_pat
     assert main(["export", "--runs-dir", str(runs), "--out", str(tmp_path / "ex")]) == 0
     with open(tmp_path / "ex" / "leaderboard.csv", encoding="utf-8") as f:
         assert [r["plugin"] for r in csv.DictReader(f)] == [plugin_version(res)]
+
+
+@pytest.mark.parametrize("env, inside", [("AA_HARNESS_HOME", RECORD), ("AA_HARNESS_HOME", ROOT / "leaderboards" / "h"),
+                                         ("AA_HARNESS_CACHE", ROOT / "harness" / "c"),
+                                         ("AA_HARNESS_STORE", ROOT / "plugins" / "s")])
+def test_a_per_user_folder_inside_the_package_or_the_checkouts_files_is_one_line(env, inside, home, monkeypatch,
+                                                                                 capsys):
+    monkeypatch.setenv(env, str(inside))
+    assert main(["where"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"(${env}) {inside} is inside" in err and "choose a folder" in err
+    assert not inside.exists() or inside == RECORD
+
+
+def test_results_may_go_to_the_checkouts_runs_record_but_never_into_the_package(home, tmp_path, capsys):
+    assert locations.runs_dir(ROOT / "leaderboards" / "runs") == ROOT / "leaderboards" / "runs"
+    out = ROOT / "harness" / "record" / "runs"
+    assert main(["run", "bm25", "--collection", "demo", "--seeds", "0", "--runs-dir", str(out)]) == 2
+    assert "is inside the harness package" in capsys.readouterr().err and not out.exists()
