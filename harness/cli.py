@@ -354,6 +354,8 @@ def cmd_leaderboard(args) -> int:
     # --html alone writes the site alone; the Markdown pages go where --out says, or to the home without --html
     pages = args.html is None or args.out is not None
     runs_dir, out = locations.runs_dir(args.runs_dir), locations.leaderboard_dir(args.out)
+    if pages and args.html is not None and Path(args.html).resolve() == out.resolve():
+        raise HarnessError(f"--out and --html both name {out}: the pages and the site each need a folder of their own")
     board = load_board(runs_dir, splits_dir=args.splits_dir, allow_empty=args.allow_empty, plots=not args.no_plots,
                        reported=args.reported, bench_dir=args.bench_results, record=args.record)
     files = leaderboard_files(board)

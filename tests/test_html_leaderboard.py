@@ -249,6 +249,13 @@ def test_leaderboard_refuses_a_folder_that_is_not_a_site(tmp_path, site, capsys)
     assert not (tmp_path / "pages").exists()  # nothing written half-way
 
 
+def test_pages_and_site_in_one_folder_are_refused_before_anything_is_written(tmp_path, site, capsys):
+    runs, both = site.parent / "runs", tmp_path / "lb"
+    assert main(["leaderboard", "--runs-dir", str(runs), "--out", str(both), "--html", str(both), "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "need a folder of their own" in err and not both.exists()
+
+
 def test_stale_runs_are_listed_apart_with_their_reason(tmp_path, site):
     import json
 
