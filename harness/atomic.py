@@ -4,7 +4,9 @@ Everything the harness writes (manifests, results, rankings, leaderboards) goes 
 here, so a crash never leaves a half-written file that a rerun would trust. The temporary
 file is named `.<name>.<pid>.<random>.tmp`; one left behind by a killed process (kill -9
 skips every cleanup) is deleted by the next write beside it. Files get the mode the umask
-allows (0666 & ~umask), as `open()` would give, not mkstemp's 0600.
+allows (0666 & ~umask), as `open()` would give, not mkstemp's 0600, and folders 0777 & ~umask; the
+umask is the one the process started with, read when the harness is imported, so a plugin that
+changes it (`os.umask(0)`) cannot make results world-writable.
 """
 from __future__ import annotations
 
@@ -21,10 +23,34 @@ from typing import IO, Any, Iterator, cast
 STALE_SECONDS = 3600
 
 
-def _umask() -> int:
+def _read_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+_START_UMASK = _read_umask()
+
+
+def _umask() -> int:
+    """The umask the process started with (see the module docstring)."""
+    return _START_UMASK
+
+
+def make_dirs(path: str | os.PathLike) -> None:
+    """Create `path` and its missing parents with the harness's folder mode (0777 & ~umask at start)."""
+    path = Path(path)
+    missing = []
+    p = path
+    while not p.exists() and p != p.parent:
+        missing.append(p)
+        p = p.parent
+    path.mkdir(parents=True, exist_ok=True)
+    for p in reversed(missing):
+        try:
+            os.chmod(p, 0o777 & ~_START_UMASK)
+        except OSError:  # made by another process meanwhile, and not ours to change
+            pass
 
 
 def _alive(pid: int) -> bool:
@@ -75,7 +101,7 @@ def glob_escape(name: str) -> str:
 def atomic_open(path: str | os.PathLike, mode: str = "w", *, gz: bool = False) -> Iterator[IO[Any]]:
     """Open a temporary file beside `path`; on success rename it over `path`, on error delete it."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent)
     clean_stale_tmp(path.parent, path.name)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     os.close(fd)

@@ -8,7 +8,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from harness import locations
+from harness import atomic, locations  # noqa: F401  (atomic: the umask is read before any plugin runs)
 from harness.errors import HarnessError
 from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, POOLS, SEEDS
 

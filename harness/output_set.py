@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
-from harness.atomic import _alive, _umask
+from harness.atomic import _alive, _umask, make_dirs
 from harness.errors import HarnessError
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ class Stage:
     def path(self, rel: str) -> Path:
         """Where to write `rel` (parents created); it moves to target/rel when the set is committed."""
         p = self.folder / _check_rel(rel)
-        p.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(p.parent)
         return p
 
     def write(self, rel: str, data: bytes | str) -> Path:
@@ -164,7 +164,7 @@ def _roll_forward(target: Path, folder: Path, journal: Path, files: Sequence[str
             dst = target / rel
             if _is_real(dst, stat.S_IFDIR):
                 raise HarnessError(f"{dst}: is a folder, but the output set has a file there")
-            dst.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(dst.parent)
             os.replace(src, dst)
     for rel in remove:
         gone = target / rel
@@ -286,7 +286,7 @@ def staged_output(target: str | os.PathLike, *, replace_folders: Sequence[str] =
     try:
         if target.exists() and not target.is_dir():
             raise HarnessError(f"{target}: is a file, but a set of files is written into a folder there")
-        target.mkdir(parents=True, exist_ok=True)
+        make_dirs(target)
     except OSError as e:
         raise _one_line(target, e) from e
     with _writer_lock(target):

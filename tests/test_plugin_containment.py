@@ -381,3 +381,23 @@ def test_a_plugin_exiting_while_registering_is_left_out_with_a_warning(how):
     warnings = []
     reg = load_registry(plugin_manager(entrypoints=False, extra=(Bad(),)), warn=warnings.append)
     assert "bm25" in reg.systems and warnings
+
+
+@hostile("plugin umask", "held")
+def test_a_plugin_that_clears_the_umask_cannot_make_results_world_writable(fake, tmp_path, coll, capsys):
+    import stat
+
+    from harness import atomic
+
+    Act.build = lambda: os.umask(0)
+    before = os.umask(0o022)
+    os.umask(before)
+    try:
+        assert run_cli(capsys, "run", "fake-ranker", *_base(tmp_path, coll))[0] == 0
+    finally:
+        os.umask(before)
+    run = tmp_path / "runs" / "tiny" / "fake-ranker"
+    for p in [tmp_path / "runs", tmp_path / "runs" / "tiny", run, *run.iterdir()]:
+        mode = stat.S_IMODE(p.stat().st_mode)
+        want = (0o777 if p.is_dir() else 0o666) & ~atomic._umask()
+        assert mode == want and not mode & stat.S_IWOTH, (p, oct(mode))
