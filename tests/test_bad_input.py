@@ -106,3 +106,12 @@ def test_running_a_reranker_as_a_ranker_says_how_to_rerank(tmp_path, capsys):
     assert _run(tmp_path, "sadiri-v2-reranker") == 2
     assert "aa-harness rerank sadiri-v2-reranker --first-stage RUN" in capsys.readouterr().err
     assert _nothing_written(tmp_path)
+
+
+@pytest.mark.parametrize("text", ["\u200b\u200b", "\ufeff \u2060", "\u200c\u200d\t", "\x00\x01"])
+def test_a_text_of_invisible_characters_is_empty(tmp_path, text):
+    path = write_jsonl(tmp_path / "c.jsonl", [doc(1, "a", "g1"), doc(2, "a", "g2", text=text)])
+    with pytest.raises(DataError, match=r"c\.jsonl:2: document 'd2' has an empty 'fullText' \(nothing but spaces"):
+        load_collection("c", [path])
+    assert load_collection("c", [write_jsonl(tmp_path / "ok.jsonl", [doc(1, "a", "g1"),
+                                                                     doc(2, "a", "g2", text="\u200bé")])])

@@ -55,8 +55,9 @@ def document_from_record(record: Mapping[str, Any], where: str, *, required=REQU
     text = record["fullText"]
     if not isinstance(text, str):
         raise DataError(f"{where}: document {doc_id!r}: 'fullText' must be a string, got {type(text).__name__}")
-    if not text.strip():
-        raise DataError(f"{where}: document {doc_id!r} has an empty 'fullText'")
+    if not _visible(text):
+        raise DataError(f"{where}: document {doc_id!r} has an empty 'fullText' (nothing but spaces or "
+                        "invisible characters)")
     genre = record.get("genre", "")
     if "genre" in required and (not isinstance(genre, str) or not genre.strip()):
         raise DataError(f"{where}: document {doc_id!r}: 'genre' must be a non-empty string, got {genre!r}")
@@ -64,3 +65,12 @@ def document_from_record(record: Mapping[str, Any], where: str, *, required=REQU
     if isinstance(authors, list):
         authors = list(dict.fromkeys(canonical_author(a) if isinstance(a, str) else a for a in authors))
     return Document(doc_id, tuple(authors), text, canonical_genre(genre) if isinstance(genre, str) else "", extra)
+
+
+def _visible(text: str) -> bool:
+    """Whether a text has a character a reader sees: not only spaces, controls or format characters
+    (zero-width spaces and joiners, byte-order marks), which every system would rank by id alone."""
+    import unicodedata
+
+    return any(not ch.isspace() and unicodedata.category(ch) not in ("Cc", "Cf", "Zs", "Zl", "Zp")
+               for ch in text)
