@@ -41,6 +41,16 @@ def test_hand_computed_with_ties_and_multi_needle():
     assert ev["per_genre"]["g"]["success@8"] == 1.0 and ev["per_genre"]["h"]["n_queries"] == 2
 
 
+def test_a_ranking_with_every_score_tied_is_a_miss_whatever_the_ids():
+    """A constant scorer says nothing; by the id tie-break alone it once scored on how ids sort."""
+    needles = {"q1": {"a"}, "q2": {"a"}, "q3": {"a"}}
+    rankings = {"q1": [("a", 0.0), ("b", 0.0), ("c", 0.0)],  # the needle first by id
+                "q2": [("a", 1.0)],  # one candidate: nothing tied
+                "q3": [("b", 2.0), ("a", 2.0), ("c", 1.0)]}  # a tie at the top only: the tie rule decides
+    ev = evaluate(rankings, needles, {q: "g" for q in needles})
+    assert ev["first_needle_rank"] == {"q1": None, "q2": 1, "q3": 1}
+
+
 def test_boundaries_of_k():
     assert success_at(8, [8, 9]) == 0.5
     assert mrr_at(20, [20, 21]) == pytest.approx((1 / 20) / 2)

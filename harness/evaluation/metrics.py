@@ -3,7 +3,9 @@
 - Ranks are 1-based. Ties are broken by score descending, then documentID ascending.
 - Success@k: share of queries with at least one needle in the top k.
 - MRR@k: mean over queries of 1/rank of the first needle, 0 when it is below rank k.
-- A query the system did not rank (absent or empty ranking) counts as a miss.
+- A query the system did not rank (absent or empty ranking) counts as a miss, and so does one
+  whose ranking gives every candidate the same score: such a ranking says nothing, and the id
+  tie-break would score it by how the ids happen to sort.
 Everything here is pure: ids in, numbers out. No torch.
 """
 from __future__ import annotations
@@ -33,9 +35,19 @@ def first_needle_rank(ranked_ids: Sequence[str], needles: Iterable[str]) -> int 
     return None
 
 
+def all_tied(ranking: Ranking) -> bool:
+    """Whether a ranking of two or more candidates gives them all the same score."""
+    return len(ranking) > 1 and len({float(s) for _, s in ranking}) == 1
+
+
 def first_ranks(rankings: Mapping[str, Ranking], needles: Mapping[str, Iterable[str]]) -> dict[str, int | None]:
-    """First-needle rank per query of `needles` (the split's queries define the denominator)."""
-    return {q: first_needle_rank(order(rankings.get(q, ())), n) for q, n in needles.items()}
+    """First-needle rank per query of `needles` (the split's queries define the denominator); None
+    for a query not ranked, or ranked with every score tied."""
+    out: dict[str, int | None] = {}
+    for q, n in needles.items():
+        ranking = rankings.get(q, ())
+        out[q] = None if all_tied(ranking) else first_needle_rank(order(ranking), n)
+    return out
 
 
 def success_at(k: int, ranks: Iterable[int | None]) -> float:
