@@ -81,7 +81,7 @@ _held = threading.local()  # the targets this thread holds the lock of (a set wr
 
 
 @contextmanager
-def _writer_lock(target: Path) -> Iterator[None]:
+def writer_lock(target: Path) -> Iterator[None]:
     """Hold the lock of `target` (an existing folder): one writer recovers and writes there at a time."""
     key = os.path.realpath(target)
     held: set[str] = getattr(_held, "targets", set())
@@ -225,7 +225,7 @@ def recover(target: str | os.PathLike) -> None:
     target = Path(target)
     if not target.is_dir():
         return
-    with _writer_lock(target):
+    with writer_lock(target):
         _recover_locked(target)
 
 
@@ -289,7 +289,7 @@ def staged_output(target: str | os.PathLike, *, replace_folders: Sequence[str] =
         make_dirs(target)
     except OSError as e:
         raise _one_line(target, e) from e
-    with _writer_lock(target):
+    with writer_lock(target):
         try:
             _recover_locked(target)
             folder = target / f"{PREFIX}{os.getpid()}.{uuid.uuid4().hex[:12]}"

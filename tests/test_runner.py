@@ -1,3 +1,4 @@
+import json
 
 import pytest
 
@@ -116,3 +117,45 @@ def test_committed_demo_results_reproduce(tmp_path):
         assert mine["split_sha256"] == theirs["split_sha256"]
         assert mine["metrics"] == theirs["metrics"]
         assert mine["first_needle_rank"] == theirs["first_needle_rank"]
+
+
+HOLD_LOCK = """
+import fcntl, os, shutil, sys, time
+run_dir, other = sys.argv[1], sys.argv[2]
+fd = os.open(run_dir, os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("locked", flush=True)
+time.sleep(1.5)
+for name in os.listdir(other):  # another writer's seed, made with another config
+    shutil.copy(os.path.join(other, name), run_dir)
+"""
+
+
+def test_a_second_writer_of_a_run_folder_waits_then_refuses_another_config(tmp_path, capsys):
+    """Two runs under one name with different configs once both exited 0, one left without results."""
+    import subprocess
+    import sys
+    import time
+
+    from harness.cli import main
+
+    other = tmp_path / "other"
+    assert main(["run", "bm25", "--collection", "demo", "--seeds", "0", "--runs-dir", str(other), "--set", "k1=0.9",
+                 "--no-progress"]) == 0
+    run_dir = tmp_path / "runs" / "demo" / "bm25"
+    run_dir.mkdir(parents=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(run_dir), str(other / "demo" / "bm25")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        capsys.readouterr()
+        start = time.monotonic()
+        assert main(["run", "bm25", "--collection", "demo", "--seeds", "0", "--runs-dir", str(tmp_path / "runs"),
+                     "--no-progress"]) == 2
+        waited = time.monotonic() - start
+    finally:
+        holder.wait(timeout=30)
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines()[-1].startswith("aa-harness: error:") and "one config" in err, err
+    assert waited > 0.5  # it waited for the other writer rather than write beside it
+    assert json.loads((run_dir / "seed-0.json").read_text())["config"]["k1"] == 0.9  # the other's result, intact

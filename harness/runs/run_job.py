@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import logging
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import Iterator, NamedTuple, Sequence
 
 from harness import locations
 from harness.config import build_config, config_dict
@@ -139,7 +140,6 @@ def run_job(registry: Registry, job: RunJob, log=_log.info) -> list[RunOutcome]:
     """Run each system on each seed's split; skip seeds that are up to date."""
     from dataclasses import replace
 
-    from harness import progress
 
     # absolute before any plugin code runs: a plugin that changes directory cannot move the results
     runs_dir = absolute(locations.runs_dir(job.runs_dir))
@@ -184,30 +184,63 @@ def run_job(registry: Registry, job: RunJob, log=_log.info) -> list[RunOutcome]:
         cfg = configs[spec.name]
         cfg_dict, address = addressed[spec.name]
         name = job.run_name or spec.name
-        todo = []
-        for split in splits:
-            path = result_path(runs_dir, collection.name, name, split.seed)
-            old = None if job.overwrite else up_to_date(path, spec.name, cfg_dict, split, job.depth, log=log)
-            if old:
-                log(f"{name} on {collection.name} seed {split.seed}: up to date ({path}); --overwrite to recompute")
-                outcomes.append(RunOutcome(path, True, old["metrics"]))
-            else:
-                todo.append(split)
-        if not todo:
-            continue
-        system = call_system(spec.name, "building the system", load_object(spec.factory), cfg)  # once, for every seed
-        for i, split in enumerate(todo, 1):
-            if job.progress:
-                _log.info(f"{name} on {collection.name}: seed {split.seed} ({i}/{len(todo)})")
-            extra = describe_system(spec.name, system)
-            if address:
-                extra = {**extra, "model_sha256": address["sha256"], "model_card": address["card"]}
-            with progress.enabled(job.progress):
-                out = run_split(system_name=spec.name, system=system, config=cfg_dict, collection=collection,
-                                split=split, runs_dir=runs_dir, run_name=name, depth=job.depth, extra=extra,
-                                plugin=spec.origin())
-            m = out.metrics
-            took = ", ".join(f"{k} {v:.1f} s" for k, v in out.phases.items())
-            log(f"{name} on {collection.name} seed {split.seed}: {metrics_line(m)}  -> {out.path}" + (f"  ({took})" if took else ""))
-            outcomes.append(out)
+        with run_folder_lock(runs_dir / collection.name / name):
+            outcomes += _run_system(job, spec, cfg, cfg_dict, address, collection, splits, runs_dir, name, log)
+    return outcomes
+
+
+@contextmanager
+def run_folder_lock(run_dir: Path) -> Iterator[None]:
+    """One writer of a run folder at a time (a second waits, then finds what the first wrote); a
+    folder made only for the lock is removed again if nothing was written into it."""
+    from harness.atomic import make_dirs
+    from harness.output_set import writer_lock
+
+    made = [p for p in (run_dir, *run_dir.parents) if not p.exists()]
+    make_dirs(run_dir)
+    try:
+        with writer_lock(run_dir):
+            yield
+    finally:
+        for p in made:  # the run folder first, then the parents made for it
+            try:
+                p.rmdir()  # only while empty
+            except OSError:
+                break
+
+
+def _run_system(job: RunJob, spec, cfg, cfg_dict: dict, address, collection, splits, runs_dir: Path, name: str,
+                log) -> list[RunOutcome]:
+    """One system's seeds, under its run folder's lock: the config check again (another writer may
+    have added seeds while this one waited), then every seed that is not up to date."""
+    from harness import progress
+
+    check_one_config(runs_dir / collection.name / name, spec.name, cfg_dict, unique_seeds(job.seeds), job.overwrite)
+    outcomes = []
+    todo = []
+    for split in splits:
+        path = result_path(runs_dir, collection.name, name, split.seed)
+        old = None if job.overwrite else up_to_date(path, spec.name, cfg_dict, split, job.depth, log=log)
+        if old:
+            log(f"{name} on {collection.name} seed {split.seed}: up to date ({path}); --overwrite to recompute")
+            outcomes.append(RunOutcome(path, True, old["metrics"]))
+        else:
+            todo.append(split)
+    if not todo:
+        return outcomes
+    system = call_system(spec.name, "building the system", load_object(spec.factory), cfg)  # once, for every seed
+    for i, split in enumerate(todo, 1):
+        if job.progress:
+            _log.info(f"{name} on {collection.name}: seed {split.seed} ({i}/{len(todo)})")
+        extra = describe_system(spec.name, system)
+        if address:
+            extra = {**extra, "model_sha256": address["sha256"], "model_card": address["card"]}
+        with progress.enabled(job.progress):
+            out = run_split(system_name=spec.name, system=system, config=cfg_dict, collection=collection,
+                            split=split, runs_dir=runs_dir, run_name=name, depth=job.depth, extra=extra,
+                            plugin=spec.origin())
+        m = out.metrics
+        took = ", ".join(f"{k} {v:.1f} s" for k, v in out.phases.items())
+        log(f"{name} on {collection.name} seed {split.seed}: {metrics_line(m)}  -> {out.path}" + (f"  ({took})" if took else ""))
+        outcomes.append(out)
     return outcomes
