@@ -32,6 +32,7 @@ from harness.runs.results import (
 from harness.runs.run_job import (
     check_one_config,
     open_collection,
+    run_folder_lock,
     split_places,
     unique_seeds,
 )
@@ -107,51 +108,54 @@ def rerank_job(registry: Registry, job: RerankJob, log=_log.info) -> list[RunOut
                      {**recorded, "first_stage": job.first_stage}, seeds, job.overwrite)
     splits = get_splits(collection, seeds, places.folder, record=places.record, author_fraction=job.author_fraction,
                         max_per_author_genre=job.max_per_author_genre)
-    system, outcomes = None, []
-    for seed, split in zip(seeds, splits):
-        first = result_path(runs_dir, collection.name, job.first_stage, seed)
-        if not first.is_file():
-            raise HarnessError(f"{first}: the first stage {job.first_stage!r} has no result for {collection.name} seed {seed}; run it first")
-        fs = read_result(first)
-        if fs["split_sha256"] != split.sha256:
-            raise HarnessError(f"{first} was made on another split of {collection.name} seed {seed}")
-        fs = verified_result(first, split, registry)  # its rankings exist, are whole and give its metrics
-        if fs["depth"] < job.depth:
-            raise HarnessError(f"{first} kept the top {fs['depth']}, fewer than --depth {job.depth}")
-        digest = hashlib.sha256(rankings_path(first).read_bytes()).hexdigest()
-        cfg = {**recorded, "first_stage": job.first_stage, "first_stage_rankings_sha256": digest}
-        path = result_path(runs_dir, collection.name, name, seed)
-        if not job.overwrite and up_to_date(path, spec.name, cfg, split, job.depth, log=log):
-            log(f"{name} on {collection.name} seed {seed}: up to date ({path}); --overwrite to recompute")
-            outcomes.append(RunOutcome(path, True, read_result(path)["metrics"]))
-            continue
-        system = system or call_system(spec.name, "building the system", load_object(spec.factory), config)
-        first_rankings = read_rankings(first)
-        docs = collection.documents
-        # ids fixed here; the reranker gets its own copies of the documents
-        id_lists = [[c for c, _ in first_rankings.get(q.documentID, [])[: job.depth]] for q in split.queries]
-        queries = own_copies([docs[q.documentID] for q in split.queries])
-        cand_lists = [own_copies([docs[c] for c in ids]) for ids in id_lists]
-        start = time.perf_counter()
-        scores = call_system(spec.name, "rerank()", system.rerank, queries, cand_lists)
-        wall = time.perf_counter() - start
-        if not isinstance(scores, (list, tuple)) or len(scores) != len(cand_lists) or any(
-                not hasattr(sc, "__len__") or len(sc) != len(c) for sc, c in zip(scores, cand_lists)):
-            raise HarnessError(f"system {spec.name!r}: rerank() must return one score per candidate, per query")
-        try:
-            rankings = {q.documentID: [(c, float(s)) for c, s in zip(ids, sc)]
-                        for q, ids, sc in zip(split.queries, id_lists, scores) if ids}
-        except (TypeError, ValueError) as e:
-            raise HarnessError(f"system {spec.name!r}: rerank() must return numbers ({e})") from None
-        extra = {**describe_system(spec.name, system), "first_stage": job.first_stage,
-                 "first_stage_metrics": fs["metrics"]}
-        if address:
-            extra.update(model_sha256=address["sha256"], model_card=address["card"])
-        out = record_run(system_name=spec.name, system=system, config=cfg, collection=collection, split=split,
-                         rankings=rankings, wall=wall, runs_dir=runs_dir, run_name=name, depth=job.depth, extra=extra,
-                         plugin=spec.origin())
-        m = out.metrics
-        log(f"{name} on {collection.name} seed {seed}: {metrics_line(m)} (first stage S@8 "
-            f"{100 * fs['metrics']['success@8']:.1f}%)  -> {out.path}")
-        outcomes.append(out)
-    return outcomes
+    with run_folder_lock(runs_dir / collection.name / name):  # one writer of the run folder at a time
+        check_one_config(runs_dir / collection.name / name, spec.name,  # again: another writer may have added seeds
+                         {**recorded, "first_stage": job.first_stage}, seeds, job.overwrite)
+        system, outcomes = None, []
+        for seed, split in zip(seeds, splits):
+            first = result_path(runs_dir, collection.name, job.first_stage, seed)
+            if not first.is_file():
+                raise HarnessError(f"{first}: the first stage {job.first_stage!r} has no result for {collection.name} seed {seed}; run it first")
+            fs = read_result(first)
+            if fs["split_sha256"] != split.sha256:
+                raise HarnessError(f"{first} was made on another split of {collection.name} seed {seed}")
+            fs = verified_result(first, split, registry)  # its rankings exist, are whole and give its metrics
+            if fs["depth"] < job.depth:
+                raise HarnessError(f"{first} kept the top {fs['depth']}, fewer than --depth {job.depth}")
+            digest = hashlib.sha256(rankings_path(first).read_bytes()).hexdigest()
+            cfg = {**recorded, "first_stage": job.first_stage, "first_stage_rankings_sha256": digest}
+            path = result_path(runs_dir, collection.name, name, seed)
+            if not job.overwrite and up_to_date(path, spec.name, cfg, split, job.depth, log=log):
+                log(f"{name} on {collection.name} seed {seed}: up to date ({path}); --overwrite to recompute")
+                outcomes.append(RunOutcome(path, True, read_result(path)["metrics"]))
+                continue
+            system = system or call_system(spec.name, "building the system", load_object(spec.factory), config)
+            first_rankings = read_rankings(first)
+            docs = collection.documents
+            # ids fixed here; the reranker gets its own copies of the documents
+            id_lists = [[c for c, _ in first_rankings.get(q.documentID, [])[: job.depth]] for q in split.queries]
+            queries = own_copies([docs[q.documentID] for q in split.queries])
+            cand_lists = [own_copies([docs[c] for c in ids]) for ids in id_lists]
+            start = time.perf_counter()
+            scores = call_system(spec.name, "rerank()", system.rerank, queries, cand_lists)
+            wall = time.perf_counter() - start
+            if not isinstance(scores, (list, tuple)) or len(scores) != len(cand_lists) or any(
+                    not hasattr(sc, "__len__") or len(sc) != len(c) for sc, c in zip(scores, cand_lists)):
+                raise HarnessError(f"system {spec.name!r}: rerank() must return one score per candidate, per query")
+            try:
+                rankings = {q.documentID: [(c, float(s)) for c, s in zip(ids, sc)]
+                            for q, ids, sc in zip(split.queries, id_lists, scores) if ids}
+            except (TypeError, ValueError) as e:
+                raise HarnessError(f"system {spec.name!r}: rerank() must return numbers ({e})") from None
+            extra = {**describe_system(spec.name, system), "first_stage": job.first_stage,
+                     "first_stage_metrics": fs["metrics"]}
+            if address:
+                extra.update(model_sha256=address["sha256"], model_card=address["card"])
+            out = record_run(system_name=spec.name, system=system, config=cfg, collection=collection, split=split,
+                             rankings=rankings, wall=wall, runs_dir=runs_dir, run_name=name, depth=job.depth, extra=extra,
+                             plugin=spec.origin())
+            m = out.metrics
+            log(f"{name} on {collection.name} seed {seed}: {metrics_line(m)} (first stage S@8 "
+                f"{100 * fs['metrics']['success@8']:.1f}%)  -> {out.path}")
+            outcomes.append(out)
+        return outcomes

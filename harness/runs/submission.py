@@ -224,7 +224,13 @@ def submit(registry, sub: Submission, log=_log.info):
                        "file_sha256": hashlib.sha256(file.read_bytes()).hexdigest(), "tag": tag,
                        "submitter": _one_line(sub.submitter), "description": _one_line(sub.description)},
     }
-    write_result(path, result, ranked)
+    from harness.runs.run_job import run_folder_lock
+
+    with run_folder_lock(path.parent):  # one writer of the run folder at a time; the check again under the lock
+        if path.exists() and not sub.overwrite:
+            raise HarnessError(f"{path}: seed {sub.seed} of run {sub.name!r} exists; --overwrite replaces it, or "
+                               "choose another --name")
+        write_result(path, result, ranked)
     log(f"{sub.name} on {split.collection} seed {split.seed} (submitted, {scores['n_ranked']} of "
         f"{scores['n_queries']} queries ranked): {metrics_line(scores['metrics'])}  -> {path}")
     return RunOutcome(path, False, scores["metrics"])

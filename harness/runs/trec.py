@@ -50,13 +50,19 @@ def strictly_decreasing(scores: Sequence[float]) -> list[str]:
 
 
 def format_run(rankings: Mapping[str, Sequence[tuple[str, float]]], tag: str, where: str) -> str:
-    """TREC run lines for rankings already in rank order (qids sorted, ranks 1-based).
+    """TREC run lines for rankings already in rank order (qids sorted, ranks 1-based). A ranking
+    whose scores are all tied is left out: the harness scores its query as not ranked
+    (harness.evaluation.metrics), and so will trec_eval.
 
     where: the file the rankings came from, named in an error (an id holding whitespace)."""
+    from harness.evaluation.metrics import all_tied
+
     _plain(tag, "run tag", where)
     lines = []
     for qid in sorted(rankings):
         ranking = rankings[qid]
+        if all_tied(ranking):
+            continue
         scores = strictly_decreasing([float(s) for _, s in ranking])
         for rank, ((doc, _), score) in enumerate(zip(ranking, scores), 1):
             lines.append(f"{_plain(qid, 'query id', where)} Q0 {_plain(doc, 'document id', where)} "
