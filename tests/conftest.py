@@ -13,13 +13,13 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 if importlib.util.find_spec("aa_harness_bench") is None:  # the bench distribution, from the checkout when not installed
     sys.path.append(str(ROOT / "benchmarks"))
-CORPORA = Path(os.environ.get("AA_HARNESS_CORPORA", ROOT.parent / "shared" / "corpora"))
+# The public corpora, found as users find them: through $AA_HARNESS_CORPORA (tests that need them skip without it).
+CORPORA = Path(os.environ["AA_HARNESS_CORPORA"]) if os.environ.get("AA_HARNESS_CORPORA") else None
 RECORD = ROOT / "harness" / "record" / "splits"
 
 # The tests never write into the user's per-user folders: their home is a fresh temporary
-# folder; corpora and the development cache (model copies, embeddings) are the checkout's.
+# folder; the development cache (model copies, embeddings) is the checkout's.
 os.environ["AA_HARNESS_HOME"] = tempfile.mkdtemp(prefix="aa-harness-test-home-")
-os.environ.setdefault("AA_HARNESS_CORPORA", str(CORPORA))
 os.environ.setdefault("AA_HARNESS_CACHE", str(ROOT / ".cache"))
 for _var in ("AA_HARNESS_RUNS_DIR", "AA_HARNESS_DEBUG"):
     os.environ.pop(_var, None)
@@ -61,8 +61,8 @@ def small_collection_file(tmp_path):
 
 @pytest.fixture(scope="session")
 def corpora():
-    if not (CORPORA / "pan19-en.jsonl.gz").is_file():
-        pytest.skip(f"public corpora not found at {CORPORA}")
+    if CORPORA is None or not (CORPORA / "pan19-en.jsonl.gz").is_file():
+        pytest.skip(f"public corpora not found ($AA_HARNESS_CORPORA: {CORPORA or 'not set'})")
     return CORPORA
 
 

@@ -1,4 +1,4 @@
-"""End to end on the real pan19-en collection (needs ../shared/corpora): the committed
+"""End to end on the real pan19-en collection (needs the public corpora, $AA_HARNESS_CORPORA): the committed
 CPU results are exactly what the code computes now."""
 import pytest
 

@@ -1,8 +1,7 @@
 """Figures the SADIRI-v2 paper reports for HIATUS HRS1/HRS2: REPORTED, not reproduced here.
 
 Source: Agarwal, Barry, Fincke, Miller, "Cross-Genre Authorship Attribution via LLM-Based
-Retrieve-and-Rerank", arXiv:2510.16819 (2025), transcribed from its tables
-(`../shared/paper/REPORTED.md`). These numbers live only on the "reported" page: no result
+Retrieve-and-Rerank", arXiv:2510.16819 (2025), transcribed from its tables. These numbers live only on the "reported" page: no result
 table of this harness ever shows them, since they come from restricted data.
 """
 from __future__ import annotations
