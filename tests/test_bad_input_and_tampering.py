@@ -645,18 +645,23 @@ def test_a_writer_killed_with_sigkill_leaves_a_tmp_file_that_the_next_write_remo
     assert not list(tmp_path.glob("*.tmp")) and target.read_text() == "whole"
 
 
-def test_written_files_follow_the_umask(tmp_path):
+def test_written_files_follow_the_umask_the_process_started_with(tmp_path, monkeypatch):
+    """The mode comes from the umask read when the harness was imported; one set later (by a plugin)
+    changes nothing."""
+    from harness import atomic
     from harness.atomic import atomic_write_text
 
-    previous = os.umask(0o022)
+    previous = os.umask(0o000)
     try:
+        monkeypatch.setattr(atomic, "_START_UMASK", 0o022)
         atomic_write_text(tmp_path / "a.json", "x")
-        os.umask(0o077)
-        atomic_write_text(tmp_path / "b.json", "x")
+        monkeypatch.setattr(atomic, "_START_UMASK", 0o077)
+        atomic_write_text(tmp_path / "sub" / "b.json", "x")
     finally:
         os.umask(previous)
     assert stat.S_IMODE((tmp_path / "a.json").stat().st_mode) == 0o644
-    assert stat.S_IMODE((tmp_path / "b.json").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "sub" / "b.json").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "sub").stat().st_mode) == 0o700
 
 
 def test_a_repeated_seed_is_ranked_once(tmp_path, fake):
