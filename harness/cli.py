@@ -241,6 +241,8 @@ def cmd_topics(args) -> int:
         write_topic_outputs,
     )
 
+    out, labelled_out = (locations.checked_output(args.out, "--out"),
+                         locations.checked_output(args.labelled_out, "--labelled-out"))
     docs = read_documents(args.input)
     texts = {d: doc.fullText for d, doc in docs.items()}
     settings = TopicSettings(k=args.k[0], svd_dims=args.svd_dims, seed=args.seed)
@@ -252,7 +254,7 @@ def cmd_topics(args) -> int:
         print(tabulate(rows, headers="keys", tablefmt="github", floatfmt=".4f"))
         return 0
     labels = derive_topics(texts, settings)
-    write_topic_outputs(labels, docs, args.out, args.labelled_out)
+    write_topic_outputs(labels, docs, out, labelled_out)
     if args.out:
         print(f"wrote {args.out} (labels sha256 {labels.sha256[:16]}…)", file=sys.stderr)
     if args.labelled_out:
@@ -315,7 +317,8 @@ def cmd_train(args) -> int:
     from harness.runs.train_job import train_job
 
     with progress.enabled(not args.no_progress):
-        out = train_job(_registry(), args.system, args.train, args.out, parse_set_args(args.set))
+        out = train_job(_registry(), args.system, args.train, locations.checked_place(args.out, "--out", record_ok=True),
+                        parse_set_args(args.set))
     print(f"trained model: {out}")
     return 0
 
@@ -328,6 +331,8 @@ def cmd_curate(args) -> int:
                                 device=args.device)
     from harness import progress
     from harness.runs.systems import text_embedder
+
+    locations.checked_output(args.out, "--out")
 
     with progress.enabled(not args.no_progress):
         if args.pairs:
@@ -413,7 +418,7 @@ def cmd_stage(args) -> int:
         written = pack(plan, args.folder, args.chunk_mib, args.only)
         print(f"wrote {len(written) - 1} chunks of at most {args.chunk_mib} MiB and the manifest to {args.folder}")
         return 0
-    dest = Path(args.dest) if args.dest else locations.home() / "staged"
+    dest = locations.checked_output(args.dest, "--dest") or locations.home() / "staged"
     missing = unpack(args.folder, dest)
     if missing:
         print(f"{len(missing)} chunks still to come: {', '.join(missing)}")
@@ -448,7 +453,7 @@ def cmd_models(args) -> int:
 def cmd_data_build(args) -> int:
     from harness.data.builders import build_files
 
-    out = Path(args.out) if args.out else locations.corpora_dir(None)
+    out = locations.checked_output(args.out, "--out") or locations.corpora_dir(None)
     for b in build_files(args.names, args.source, out):
         state = "already there, same bytes" if b.unchanged else "wrote"
         print(f"{state}: {b.path} ({b.docs:,} docs, {b.authors:,} authors, sha256 {b.sha256})")

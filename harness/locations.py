@@ -42,6 +42,11 @@ def _forbidden(record_ok: bool) -> list[tuple[Path, str]]:
     return [(package, "the installed harness package"), (parent, "the folder the harness is installed in")]
 
 
+def checked_output(path: str | Path | None, flag: str) -> Path | None:
+    """An output a command's flag names (a file or folder), refused inside the installed package."""
+    return None if path is None else checked_place(Path(path), flag, record_ok=True)
+
+
 def checked_place(path: Path, what: str, env: str | None = None, *, record_ok: bool = False) -> Path:
     """`path`, unless it lies inside the installed package, its site-packages or (unless `record_ok`,
     for results and pages) a checkout's committed folders: a one-line HarnessError naming the setting."""
@@ -143,17 +148,18 @@ def store_dir() -> Path:
 
 def leaderboard_dir(flag: str | Path | None = None) -> Path:
     """Leaderboard pages: leaderboard --out, else <home>/leaderboards."""
-    return _pick(flag, None, lambda: home() / "leaderboards")
+    return checked_place(_pick(flag, None, lambda: home() / "leaderboards"), "the pages folder", record_ok=True)
 
 
 def export_dir(flag: str | Path | None = None) -> Path:
     """Exported tables: export --out, else <home>/export."""
-    return _pick(flag, None, lambda: home() / "export")
+    return checked_place(_pick(flag, None, lambda: home() / "export"), "the export folder", record_ok=True)
 
 
 def bench_dir(flag: str | Path | None = None) -> Path:
     """Benchmark results: --out, $AA_HARNESS_BENCH_DIR, else <home>/bench."""
-    return _pick(flag, BENCH_ENV, lambda: home() / "bench")
+    return checked_place(_pick(flag, BENCH_ENV, lambda: home() / "bench"), "the bench results folder", BENCH_ENV,
+                         record_ok=True)
 
 
 @dataclass(frozen=True)

@@ -307,3 +307,18 @@ def test_results_may_go_to_the_checkouts_runs_record_but_never_into_the_package(
     out = ROOT / "harness" / "record" / "runs"
     assert main(["run", "bm25", "--collection", "demo", "--seeds", "0", "--runs-dir", str(out)]) == 2
     assert "is inside the harness package" in capsys.readouterr().err and not out.exists()
+
+
+@pytest.mark.parametrize("argv", [["topics", "--input", "{i}", "--out", "{pkg}/labels.json"],
+                                  ["leaderboard", "--runs-dir", "{runs}", "--out", "{pkg}/pages"],
+                                  ["export", "--runs-dir", "{runs}", "--out", "{pkg}/export"],
+                                  ["stage", "unpack", "{runs}", "--dest", "{pkg}/staged"],
+                                  ["curate", "--input", "{i}", "--out", "{pkg}/c.jsonl.gz", "--ner", "none"]])
+def test_an_output_inside_the_package_is_one_line_and_writes_nothing(argv, home, tmp_path, small_collection_file,
+                                                                     capsys):
+    pkg = ROOT / "harness" / "out-test"
+    args = [a.format(i=small_collection_file, pkg=pkg, runs=tmp_path / "runs") for a in argv]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "is inside the harness package" in err, err
+    assert not pkg.exists()
