@@ -12,6 +12,8 @@ from harness import atomic, locations  # noqa: F401  (atomic: the umask is read 
 from harness.errors import HarnessError
 from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, POOLS, SEEDS
 
+MAX_RESAMPLES = 1_000_000  # compare --resamples: more would run for hours and hold gigabytes
+
 
 def _registry():
     from harness.plugins import load_registry
@@ -176,8 +178,8 @@ def cmd_compare(args) -> int:
         paired_author_macro,
     )
 
-    if args.resamples < 1:
-        raise HarnessError(f"--resamples {args.resamples}: give at least 1")
+    if not 1 <= args.resamples <= MAX_RESAMPLES:
+        raise HarnessError(f"--resamples {args.resamples}: give 1 to {MAX_RESAMPLES:,}")
     runs_dir = locations.runs_dir(args.runs_dir)
     manifests = locations.manifest_dirs(runs_dir, args.splits_dir)
     runs = _results_by_run(runs_dir, args.collection, (args.run_a, args.run_b), args.splits_dir)
@@ -241,6 +243,8 @@ def cmd_topics(args) -> int:
         write_topic_outputs,
     )
 
+    if not 0 <= args.seed < 2**32:  # numpy's seeds
+        raise HarnessError(f"--seed {args.seed}: give a whole number from 0 to {2**32 - 1}")
     out, labelled_out = (locations.checked_output(args.out, "--out"),
                          locations.checked_output(args.labelled_out, "--labelled-out"))
     docs = read_documents(args.input)

@@ -40,6 +40,8 @@ TOPICS = {
     "svd-dims 0": ["--svd-dims", "0"],
     "svd-dims -1": ["--svd-dims", "-1"],
     "svd-dims above the vocabulary": ["--svd-dims", "5000"],
+    "seed -1": ["--seed", "-1"],
+    "seed 2**32": ["--seed", str(2**32)],
 }
 
 
@@ -48,7 +50,7 @@ TOPICS = {
 def test_topics_parameter_errors_are_one_line(corpus, tmp_path, capsys, case):
     out = tmp_path / "labels.json"
     line = one_line_error(*run_cli(capsys, "topics", "--input", corpus, "--out", out, *TOPICS[case])[::2])
-    assert "--k" in line or "--svd-dims" in line or "topics" in line
+    assert "--k" in line or "--svd-dims" in line or "--seed" in line or "topics" in line
     assert not out.exists()
 
 
@@ -360,3 +362,18 @@ def test_a_full_disk_mid_set_is_one_line_and_keeps_the_old_set(demo_runs, corpus
     line = one_line_error(*run_cli(capsys, *args)[::2])
     assert "No space left" in line
     assert snapshot(out) == before
+
+
+@hostile("parameters", "clear error")
+@pytest.mark.parametrize("resamples", ["0", "2000000000"])
+def test_compare_resamples_out_of_range_is_one_line_before_any_work(tmp_path, capsys, resamples):
+    from harness.cli import main
+
+    runs = tmp_path / "runs"
+    for system in ("bm25", "char-ngram"):
+        assert main(["run", system, "--collection", "demo", "--seeds", "0", "--runs-dir", str(runs), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["compare", "bm25", "char-ngram", "--collection", "demo", "--runs-dir", str(runs),
+                 "--resamples", resamples]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"--resamples {resamples}: give 1 to 1,000,000" in err
