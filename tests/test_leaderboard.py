@@ -152,3 +152,31 @@ def test_a_synthetic_collection_is_shown_apart_and_labelled(tmp_path, capsys):
     plain = main_page(replace(board, synthetic=frozenset()))  # a collection that does not declare it: in the table
     assert "## Synthetic collections" not in plain and "| bm25" in plain.split("## Runs")[0]
     assert "(synthetic, not a benchmark)" in build_site(board, {})["index.html"]
+
+
+def _boom(config):
+    raise RuntimeError("the plugin's bug")
+
+
+def test_a_describe_run_that_raises_loses_its_labels_not_the_pages(monkeypatch, caplog):
+    """A plugin's failing describe_run once took the whole leaderboard down."""
+    import harness.plugins
+    from harness.hookspecs import hookimpl
+    from harness.plugins import load_registry, plugin_manager
+    from harness.reports.leaderboard import plugin_reports
+    from harness.specs import SystemSpec
+
+    class Plugin:
+        @hookimpl
+        def register_systems(self, register):
+            register(SystemSpec("boom", "x:Y", "x:Z", capabilities=("rerank",),
+                                describe_run="tests.test_leaderboard:_boom"))
+            register(SystemSpec("gone", "x:Y", "x:Z", capabilities=("rerank",), describe_run="tests.nowhere:f"))
+
+    reg = load_registry(plugin_manager(entrypoints=False, extra=(Plugin(),)))
+    monkeypatch.setattr(harness.plugins, "load_registry", lambda *a, **k: reg)
+    reports = plugin_reports()
+    assert reports.describe_run("boom", {}) == "" and reports.describe_run("boom", {}) == ""
+    assert reports.describe_run("gone", {}) == ""
+    warned = [r.getMessage() for r in caplog.records if "describe_run" in r.getMessage()]
+    assert len(warned) == 2 and "the plugin's bug" in " ".join(warned)  # one warning a system

@@ -401,3 +401,31 @@ def test_a_plugin_that_clears_the_umask_cannot_make_results_world_writable(fake,
         mode = stat.S_IMODE(p.stat().st_mode)
         want = (0o777 if p.is_dir() else 0o666) & ~atomic._umask()
         assert mode == want and not mode & stat.S_IWOTH, (p, oct(mode))
+
+
+# --- what rank() returns is checked as it is read: huge numbers, rankings that raise -----------------------
+
+
+def _returns(make):
+    def rank(self, queries, candidates, k):
+        return make(queries, candidates)
+    return rank
+
+
+RETURNS = {
+    "a score of 10**400": lambda qs, cs: {q.documentID: [(c.documentID, 10**400 if i == 0 else 1.0)
+                                                         for i, c in enumerate(cs)] for q in qs},
+    "a ranking that raises when read": lambda qs, cs: {q.documentID: (x for x in [(cs[0].documentID, 1.0), 1 / 0])
+                                                       for q in qs},
+    "a mapping that raises when read": lambda qs, cs: type("Bad", (dict,), {"items": lambda self: 1 / 0})(),
+    "a score that is a string": lambda qs, cs: {q.documentID: [(c.documentID, "high") for c in cs] for q in qs},
+}
+
+
+@hostile("plugin exits", "clear error")
+@pytest.mark.parametrize("case", sorted(RETURNS))
+def test_what_rank_returns_is_that_systems_one_line_error(fake, tmp_path, coll, capsys, monkeypatch, case):
+    monkeypatch.setattr(FakeRanker, "rank", _returns(RETURNS[case]))
+    line = one_line_error(*run_cli(capsys, "run", "fake-ranker", *_base(tmp_path, coll))[::2])
+    assert "'fake-ranker'" in line
+    assert not list((tmp_path / "runs" / "tiny").glob("fake-ranker/seed-*.json"))

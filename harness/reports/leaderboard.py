@@ -6,6 +6,7 @@ the committed tables differ from what the committed runs give.
 """
 from __future__ import annotations
 
+import logging
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable
@@ -26,6 +27,8 @@ from harness.reports.board import (
 from harness.reports.cells import mean_sd_cell
 from harness.reports.fixes import footnotes, label
 from harness.reports.reported import render_reported
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "HEADER",
@@ -168,11 +171,28 @@ def plugin_reports() -> PluginReports:
     from harness.specs import load_object
 
     specs = load_registry().systems
-    describers = {name: load_object(s.describe_run) for name, s in specs.items() if s.describe_run}
+    describers = {}
+    for name, s in specs.items():
+        if s.describe_run:
+            try:
+                describers[name] = load_object(s.describe_run)
+            except Exception as e:  # noqa: BLE001 - a plugin's broken describer loses its labels, not the pages
+                _log.warning("system %r: its describe_run %r cannot be loaded (%s); its rows keep their names",
+                             name, s.describe_run, e)
+    failed: set[str] = set()
 
     def describe_run(system: str, config: dict) -> str:
         fn = describers.get(system)
-        return fn(config) if fn else ""
+        if fn is None or system in failed:
+            return ""
+        try:
+            label = fn(config)
+        except Exception as e:  # noqa: BLE001 - as above: one row's label is lost, with one warning
+            failed.add(system)
+            _log.warning("system %r: describe_run failed (%s: %s); its rows keep their names", system,
+                         type(e).__name__, e)
+            return ""
+        return label if isinstance(label, str) else ""
 
     return PluginReports(describe_run, {name: s.report_note for name, s in specs.items() if s.report_note})
 

@@ -73,8 +73,17 @@ def _score(value: Any) -> float | None:
     """A real, finite number as float, else None (strings, None, bools and NaN are not scores)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return None
-    f = float(value)
+    try:
+        f = float(value)
+    except (OverflowError, ValueError, TypeError):  # an int past float's range (10**400), or a broken number type
+        return None
     return f if math.isfinite(f) else None
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """A value's repr, cut to fit one line of an error message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def check_rankings(rankings: Mapping, split: Split, depth: int, system: str) -> dict[str, list[tuple[str, float]]]:
@@ -102,7 +111,7 @@ def check_rankings(rankings: Mapping, split: Split, depth: int, system: str) -> 
             value = _score(score)
             if value is None:
                 kind = "non-finite" if isinstance(score, numbers.Real) and not isinstance(score, bool) else "non-numeric"
-                raise HarnessError(f"system {system!r}: query {qid!r} gives {cid!r} a {kind} score {score!r}")
+                raise HarnessError(f"system {system!r}: query {qid!r} gives {cid!r} a {kind} score {_shown(score)}")
             scores[cid] = value
         out[qid] = [(c, scores[c]) for c in order(scores.items())[:depth]]
     return out
@@ -115,7 +124,9 @@ def record_run(*, system_name: str, system: Any, config: Mapping[str, Any], coll
 
     plugin: the registering plugin's name, distribution and version (recorded in provenance)."""
     path = result_path(runs_dir, collection.name, run_name, split.seed)
-    checked = check_rankings(rankings, split, depth, system_name)
+    # reading the answer runs plugin code too (a generator, a mapping's items()): contained like a call
+    checked = call_system(system_name, "reading what rank() returned", check_rankings, rankings, split, depth,
+                          system_name)
     scores = evaluate(checked, split.needles, split.query_genres)
     result = {
         "schema_version": SCHEMA_VERSION,
