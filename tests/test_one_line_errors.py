@@ -377,3 +377,42 @@ def test_compare_resamples_out_of_range_is_one_line_before_any_work(tmp_path, ca
                  "--resamples", resamples]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"--resamples {resamples}: give 1 to 1,000,000" in err
+
+
+REGISTRIES = {"stale": "stale.json", "fixes": "fixes.json", "decontamination": "training/decontamination.json",
+              "training sets": "training/training-sets.json", "training log": "training/x.train_log.json"}
+BROKEN = {"not UTF-8": b"\xff\xfe{}", "100,000 deep": b"[" * 100_000, "truncated": b'{"runs": ['}
+
+
+@hostile("malformed record", "clear error")
+@pytest.mark.parametrize("registry", sorted(REGISTRIES))
+@pytest.mark.parametrize("broken", sorted(BROKEN))
+def test_a_broken_record_file_is_one_line_and_writes_no_page(tmp_path, capsys, registry, broken):
+    from harness.cli import main
+
+    runs, record, out = tmp_path / "runs", tmp_path / "record", tmp_path / "pages"
+    assert main(["run", "bm25", "--collection", "demo", "--seeds", "0", "--runs-dir", str(runs), "--no-progress"]) == 0
+    path = record / REGISTRIES[registry]
+    path.parent.mkdir(parents=True)
+    path.write_bytes(BROKEN[broken])
+    capsys.readouterr()
+    assert main(["leaderboard", "--runs-dir", str(runs), "--record", str(record), "--out", str(out), "--no-plots"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("aa-harness: error:") and str(path) in err, err
+    assert not out.exists()
+
+
+@hostile("malformed record", "clear error")
+@pytest.mark.parametrize("broken", sorted(BROKEN))
+def test_a_broken_bench_result_is_one_line(tmp_path, capsys, broken):
+    from harness.cli import main
+
+    runs, bench = tmp_path / "runs", tmp_path / "bench"
+    assert main(["run", "bm25", "--collection", "demo", "--seeds", "0", "--runs-dir", str(runs), "--no-progress"]) == 0
+    bench.mkdir()
+    (bench / "x.json").write_bytes(BROKEN[broken])
+    capsys.readouterr()
+    assert main(["leaderboard", "--runs-dir", str(runs), "--out", str(tmp_path / "pages"), "--no-plots",
+                 "--bench-results", str(bench)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(bench / "x.json") in err, err

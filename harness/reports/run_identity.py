@@ -15,7 +15,6 @@ the same function.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,12 +104,13 @@ def load_before_decontamination(record: Path | None) -> dict[str, str]:
     path = Path(record) / "training" / "decontamination.json"
     if not path.is_file():
         return {}
+    from harness.data.jsonl import read_json
     from harness.errors import DataError
 
+    obj = read_json(path, "decontamination record")  # bounded: not UTF-8, malformed or too deep is one line
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
         return {str(k): str(v) for k, v in obj["before_decontamination"].items()}
-    except (json.JSONDecodeError, KeyError, AttributeError, TypeError) as e:
+    except (KeyError, AttributeError, TypeError) as e:
         raise DataError(
             f"{path}: not a decontamination record ({type(e).__name__}: {e})"
         ) from None

@@ -13,7 +13,6 @@ byte). The pages list stale runs in a section of their own with the reason, neve
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,8 +38,10 @@ def load_stale(record: Path | None) -> dict[tuple[str, str], StaleRun]:
     path = stale_path(record)
     if not path.is_file():
         return {}
+    from harness.data.jsonl import read_json
+
+    obj = read_json(path, "stale-runs registry")  # bounded: not UTF-8, malformed or too deep is one line
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
         entries = [
             StaleRun(
                 str(e["collection"]),
@@ -50,7 +51,7 @@ def load_stale(record: Path | None) -> dict[tuple[str, str], StaleRun]:
             )
             for e in obj["runs"]
         ]
-    except (json.JSONDecodeError, KeyError, TypeError) as e:
+    except (KeyError, TypeError) as e:
         raise DataError(
             f"{path}: not a stale-runs registry ({type(e).__name__}: {e})"
         ) from None
