@@ -340,10 +340,64 @@ def write_output_set(target: str | os.PathLike, files: Mapping[str, bytes | str]
 
 
 def write_files_as_set(paths: Mapping[Path, bytes | str]) -> list[Path]:
-    """Write files that may lie in different folders as one set, staged in their closest common folder."""
+    """Write files that may lie in different folders as one set. Files of one folder are one output
+    set there; files of several folders are each staged beside their target (never in a common
+    parent, which may be `/` or on another device), then put in place together, the ones already
+    moved put back if a later one fails."""
     absolute = {Path(os.path.abspath(p)): data for p, data in paths.items()}
     if not absolute:
         return []
-    base = Path(os.path.commonpath([str(p.parent) for p in absolute]))
-    write_output_set(base, {p.relative_to(base).as_posix(): d for p, d in absolute.items()})
+    folders = {p.parent for p in absolute}
+    if len(folders) == 1:
+        base = folders.pop()
+        write_output_set(base, {p.name: d for p, d in absolute.items()})
+    else:
+        _write_beside_each(absolute)
     return [Path(p) for p in paths]
+
+
+def _write_beside_each(files: Mapping[Path, bytes | str]) -> None:
+    from harness.atomic import make_dirs
+
+    def beside(target: Path) -> Path:
+        return target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+
+    staged: dict[Path, Path] = {}  # target -> its new content, written beside it
+    kept: dict[Path, Path] = {}  # target -> its former content, moved aside until every file is in place
+    placed: list[Path] = []
+    try:
+        for target, data in files.items():
+            make_dirs(target.parent)
+            staged[target] = beside(target)
+            with open(staged[target], "wb") as f:
+                f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            os.chmod(staged[target], 0o666 & ~_umask())
+        for target in files:
+            if target.is_file():
+                kept[target] = beside(target)
+                os.replace(target, kept[target])
+            os.replace(staged.pop(target), target)
+            placed.append(target)
+    except OSError as e:
+        for target in placed:  # undo: what was there goes back, what was not is removed
+            try:
+                if target in kept:
+                    os.replace(kept.pop(target), target)
+                else:
+                    target.unlink()
+            except OSError:
+                pass
+        for target, aside in kept.items():  # moved aside, but its new content never came
+            try:
+                os.replace(aside, target)
+            except OSError:
+                pass
+        kept.clear()
+        raise HarnessError(f"{getattr(e, 'filename', None) or next(iter(files))}: cannot write "
+                           f"({e.strerror or e}); nothing was changed") from None
+    finally:
+        for tmp in [*staged.values(), *kept.values()]:
+            try:
+                tmp.unlink()
+            except OSError:
+                pass

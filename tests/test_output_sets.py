@@ -247,3 +247,30 @@ def test_kill_9_during_run_leaves_results_that_verify(tmp_path):
             recover(run_dir)  # as the next `run` into the folder does (readers only report a killed set)
         found = verified_results(runs, committed_splits())
         assert sum(len(v) for v in found.values()) == 8  # every seed of both runs, old or new, verifies
+
+
+@hostile("output sets", "held")
+def test_files_of_several_folders_are_staged_beside_each_never_in_a_common_parent(tmp_path):
+    """topics --out /dev/shm/l.json --labelled-out /tmp/x/c.jsonl once staged in `/` and failed across devices."""
+    from harness.output_set import write_files_as_set
+
+    a, b = tmp_path / "one" / "l.json", tmp_path / "two" / "deep" / "c.jsonl"
+    write_files_as_set({a: "labels", b: b"corpus"})
+    assert a.read_text() == "labels" and b.read_bytes() == b"corpus"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["c.jsonl", "deep", "l.json", "one", "two"]
+
+
+@hostile("output sets", "held")
+def test_a_set_across_folders_that_fails_changes_nothing(tmp_path):
+    from harness.errors import HarnessError
+    from harness.output_set import write_files_as_set
+
+    a = tmp_path / "one" / "l.json"
+    a.parent.mkdir()
+    a.write_text("old labels")
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where a folder is needed")
+    with pytest.raises(HarnessError, match="nothing was changed"):
+        write_files_as_set({a: "new labels", blocked / "c.jsonl": "corpus"})
+    assert a.read_text() == "old labels"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["file", "l.json", "one"]
