@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FOUNDATION = {"harness", "harness.errors", "harness.atomic", "harness.provenance", "harness.specs", "harness.hookspecs",
               "harness.locations", "harness.record",
               "harness.progress", "harness.hardware", "harness.output_set", "harness.user_key"}
-ASSEMBLY = {"harness.protocols", "harness.config", "harness.plugins", "harness.neural.system", "harness.neural.training"}
+ASSEMBLY = {"harness.api", "harness.protocols", "harness.config", "harness.plugins", "harness.neural.system", "harness.neural.training"}
 
 
 def layer(module: str) -> int:

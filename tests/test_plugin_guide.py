@@ -78,3 +78,22 @@ def test_provenance_records_the_plugin_distribution_and_version(tmp_path, monkey
         assert read_result(builtin[0].path)["provenance"]["plugin"]["distribution"] == "aa-harness"
     finally:
         sys.modules.pop("aa_len_plugin", None)
+
+
+def test_the_plugin_api_is_one_torch_free_module_that_plugins_use():
+    """Plugins and the example import harness internals only through harness.api (and the shared
+    model machinery under harness.neural); every name in harness.api's __all__ resolves."""
+    import re
+    import subprocess
+    import sys
+
+    import harness.api as api
+
+    assert all(hasattr(api, name) for name in api.__all__)
+    code = "import sys, harness.api; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+    allowed = re.compile(r"from harness(\.api|\.neural[\w.]*) import")
+    for path in [*(ROOT / "plugins").rglob("*.py"), *(ROOT / "examples").rglob("*.py")]:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if re.match(r"\s*from harness[\w.]* import", line):
+                assert allowed.match(line.strip()), f"{path.relative_to(ROOT)}: {line.strip()}"

@@ -1,8 +1,7 @@
-"""BM25 (k1 = 0.25, b = 0.75, the paper's values): the topical baseline."""
+"""BM25 (k1 = 0.25, b = 0.75: this harness's settings, the paper states none): the topical baseline."""
 from __future__ import annotations
 
-from harness.hookspecs import hookimpl
-from harness.specs import SystemSpec
+from harness.api import SystemSpec, hookimpl
 
 
 @hookimpl

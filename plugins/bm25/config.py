@@ -5,7 +5,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class BM25Config:
-    """BM25 Okapi as in rank-bm25's BM25Okapi, with the paper's k1 and b.
+    """BM25 Okapi as in rank-bm25's BM25Okapi. The paper states no k1 or b: these are this harness's
+    settings.
 
     Tokenization: lowercase, then Unicode word runs (regex \\w+: letters, digits, underscore);
     punctuation is dropped, nothing is stemmed or removed.

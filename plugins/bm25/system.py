@@ -2,8 +2,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from harness.data.documents import Document
-from harness.evaluation.ranking import top_k
+from harness.api import Document, top_k
 from plugins.bm25.config import BM25Config
 from plugins.bm25.index import BM25Index
 from plugins.bm25.tokenize import tokenize

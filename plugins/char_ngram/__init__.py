@@ -1,8 +1,7 @@
 """Character n-gram TF-IDF with cosine: the classic stylometric baseline."""
 from __future__ import annotations
 
-from harness.hookspecs import hookimpl
-from harness.specs import SystemSpec
+from harness.api import SystemSpec, hookimpl
 
 
 @hookimpl

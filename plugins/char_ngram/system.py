@@ -4,8 +4,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from harness.data.documents import Document
-from harness.evaluation.ranking import top_k
+from harness.api import Document, top_k
 from plugins.char_ngram.config import CharNgramConfig
 
 

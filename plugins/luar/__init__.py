@@ -1,8 +1,7 @@
 """LUAR: episodes of 32-token chunks, per-chunk mean pooling, self-attention, max, linear to 512."""
 from __future__ import annotations
 
-from harness.hookspecs import hookimpl
-from harness.specs import SystemSpec
+from harness.api import SystemSpec, hookimpl
 
 
 @hookimpl

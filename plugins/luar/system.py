@@ -5,8 +5,7 @@ from pathlib import Path
 
 import torch
 
-from harness.atomic import atomic_write_text
-from harness.errors import HarnessError
+from harness.api import HarnessError, atomic_write_text
 from harness.neural.hf import load_backbone, load_tokenizer
 from harness.neural.models import resolve_model, weights_fingerprint
 from harness.neural.system import EncoderSystem, train_system

@@ -1,8 +1,7 @@
 """SADIRI: a transformer bi-encoder (RoBERTa-large in the paper) trained with hard-negative batches."""
 from __future__ import annotations
 
-from harness.hookspecs import hookimpl
-from harness.specs import SystemSpec
+from harness.api import SystemSpec, hookimpl
 
 
 @hookimpl

@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.atomic import atomic_write_text
+from harness.api import atomic_write_text
 from harness.neural.encoder import TokenEncoder
 from harness.neural.hf import load_backbone
 from harness.neural.models import weights_fingerprint

@@ -1,8 +1,7 @@
 """SADIRI-v2: the LLM retriever (LoRA bi-encoder) and the LLM reranker (LoRA cross-encoder)."""
 from __future__ import annotations
 
-from harness.hookspecs import hookimpl
-from harness.specs import SystemSpec
+from harness.api import SystemSpec, hookimpl
 from plugins.sadiri_v2.config import REPORT_NOTE
 
 

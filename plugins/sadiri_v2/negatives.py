@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from harness.atomic import atomic_open
+from harness.api import atomic_open
 from plugins.sadiri_v2.config import parse_strategy
 
 

@@ -11,9 +11,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from harness.atomic import atomic_write_text
-from harness.data.documents import Document
-from harness.errors import HarnessError
+from harness.api import Document, HarnessError, atomic_write_text
 from harness.neural.device import autocast, device_label, pick_device
 from harness.neural.encoder import TokenEncoder, checkpoint_backbone, embed_features
 from harness.neural.fast.enable import enable_fast_path

@@ -12,8 +12,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from harness.data.documents import Document
-from harness.errors import HarnessError
+from harness.api import Document, HarnessError
 from harness.neural.device import autocast
 from plugins.sadiri_v2.config import RerankerConfig, parse_strategy
 from plugins.sadiri_v2.negatives import cached_neighbours, draw_negatives
@@ -144,7 +143,7 @@ def train(config: RerankerConfig, documents: Sequence[Document], out_dir: Path, 
     `fast_training` scores through the shared-prefix step where it can run (one process, the
     fused decoder's families; else the concatenated pairs, said in the log); an explicit
     `embed_batch` hook keeps the concatenated pairs and wins over it, as for the retriever."""
-    from harness.config import config_sections
+    from harness.api import config_sections
     from harness.neural.training import train_loop
 
     torch.manual_seed(config.seed)

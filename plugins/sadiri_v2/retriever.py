@@ -7,8 +7,7 @@ from pathlib import Path
 
 import torch
 
-from harness.atomic import atomic_write_text
-from harness.errors import HarnessError
+from harness.api import HarnessError, atomic_write_text
 from harness.neural.encoder import TokenEncoder, checkpoint_backbone
 from harness.neural.hf import load_backbone
 from harness.neural.models import weights_fingerprint

@@ -1,8 +1,7 @@
 """SBERT (sentence-transformers) bi-encoder with cosine similarity; the paper's all-mpnet-base-v2."""
 from __future__ import annotations
 
-from harness.hookspecs import hookimpl
-from harness.specs import SystemSpec
+from harness.api import SystemSpec, hookimpl
 
 
 @hookimpl

@@ -4,7 +4,7 @@ from typing import Sequence
 
 import numpy as np
 
-from harness.data.documents import Document
+from harness.api import Document
 from harness.neural.models import resolve_model, weights_fingerprint
 from plugins.sbert.config import SBERTConfig
 
@@ -55,7 +55,7 @@ class SBERTSystem:
 
         if self.device.startswith("cuda"):
             return f"cuda: {torch.cuda.get_device_name(torch.device(self.device))}"
-        from harness.provenance import device_name
+        from harness.api import device_name
 
         return device_name()
 

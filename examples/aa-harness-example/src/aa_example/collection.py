@@ -10,7 +10,7 @@ import random
 import tempfile
 from pathlib import Path
 
-from harness.data.collection import load_collection
+from harness.api import load_collection
 
 GENRES = {"letter": ["dear", "yours", "family", "weather", "garden", "news", "visit"],
           "note": ["meeting", "remember", "buy", "call", "tomorrow", "list", "office"]}

@@ -5,8 +5,7 @@ are named as "module:attr" strings and imported when a run needs them.
 """
 from __future__ import annotations
 
-from harness.hookspecs import hookimpl
-from harness.specs import CollectionSpec, SystemSpec
+from harness.api import CollectionSpec, SystemSpec, hookimpl
 
 
 @hookimpl
