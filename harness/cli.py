@@ -749,7 +749,7 @@ def _add_stage_parser(sub) -> None:
     sp.add_argument("action", choices=["pack", "unpack"], help="pack here (from the local copies), unpack there")
     sp.add_argument("folder", type=Path, metavar="FOLDER", help="where the chunks and stage.json are written or found")
     sp.add_argument("--experiment", metavar="FILE", help="pack: the experiment file whose backbones and data to pack")
-    sp.add_argument("--only", nargs="+", metavar="NAME", help="pack: just these backbones or data names")
+    sp.add_argument("--only", nargs="+", metavar="NAME", help="pack: just these backbones, data names or collections")
     sp.add_argument("--chunk-mib", type=int, default=60, help="pack: the largest chunk, in MiB (default 60)")
     sp.add_argument("--dest", metavar="DIR", help="unpack: the folder to fill with models/ and corpora/ "
                                                    "(default <home>/staged)")

@@ -328,3 +328,21 @@ def test_a_run_without_the_leaderboard_step_names_no_pages(tmp_path, capsys):
     assert main(["reproduce", str(path), "--runs-dir", str(tmp_path / "runs"), "--only", "run.bm25"]) == 0
     out = capsys.readouterr().out
     assert "1 steps done" in out and "the pages" not in out
+
+
+def test_stage_carries_the_files_of_the_collections_the_steps_run_on(tmp_path, capsys):
+    """A GPU machine without the corpora gets the evaluation collections' files too (CollectionSpec.files)."""
+    corpora = tmp_path / "corpora"
+    corpora.mkdir()
+    for f in ("pan18-en.jsonl.gz", "blogs-background.jsonl.gz", "enron.jsonl.gz"):
+        (corpora / f).write_bytes(os.urandom(1000))
+    exp = _write(tmp_path, '[experiment]\nname = "c"\n[run.a]\nsystem = "bm25"\ncollections = ["demo", "pan18-en"]\n')
+    out = tmp_path / "stage"
+    assert main(["stage", "pack", str(out), "--experiment", str(exp), "--data-dir", str(corpora)]) == 0
+    assert main(["stage", "unpack", str(out), "--dest", str(tmp_path / "there")]) == 0
+    got = sorted(p.name for p in (tmp_path / "there" / "corpora").iterdir())
+    assert got == ["blogs-background.jsonl.gz", "enron.jsonl.gz", "pan18-en.jsonl.gz"]
+    (corpora / "enron.jsonl.gz").unlink()
+    err = _one_line_error(capsys, ["stage", "pack", str(tmp_path / "again"), "--experiment", str(exp),
+                                   "--data-dir", str(corpora)])
+    assert "collection 'pan18-en': its file enron.jsonl.gz is not in" in err and not (tmp_path / "again").exists()

@@ -22,12 +22,26 @@ def _sources(plan: Plan, names: list[str] | None) -> list[tuple[str, Path]]:
     """(where it goes, local path) of the experiment's data files and backbones' local copies."""
     from harness.neural.models import ModelNotFoundError, resolve_model
 
+    from harness import locations
+
     out: list[tuple[str, Path]] = []
     for name, src in plan.exp.data.items():
         if src.file and (names is None or name in names):
             path = plan.data_path(name)
             if path is not None:
                 out.append((f"corpora/{src.file}", path))
+    # the files of the collections the steps run on (CollectionSpec.files), from the corpora folder
+    folder = locations.corpora_dir(plan.data_dir)
+    collections = sorted({c for step in plan.exp.steps.values() for c in step.collections})
+    for c in collections:
+        if names is not None and c not in names:
+            continue
+        for f in plan.registry.collections[c].files:
+            if (folder / f).is_file() and f"corpora/{f}" not in {d for d, _ in out}:
+                out.append((f"corpora/{f}", folder / f))
+            elif not (folder / f).is_file():
+                raise HarnessError(f"collection {c!r}: its file {f} is not in {folder} (--data-dir or "
+                                   f"${locations.CORPORA_ENV})")
     for name, b in plan.exp.backbones.items():
         if b.tiny or (names is not None and name not in names):
             continue
@@ -47,13 +61,14 @@ def pack(plan: Plan, out: Path, chunk_mib: int, names: list[str] | None = None) 
     if chunk_mib < 1:
         raise HarnessError(f"--chunk-mib {chunk_mib}: give at least 1")
     limit = chunk_mib << 20
+    sources = _sources(plan, names)  # every file found before anything is written
     out.mkdir(parents=True, exist_ok=True)
     files: list[dict] = []
     chunks: list[Path] = []
     current: BinaryIO | None = None
     room = 0
     try:
-        for dest, path in _sources(plan, names):
+        for dest, path in sources:
             files.append({"path": dest, "size": path.stat().st_size, "sha256": file_sha256(path)})
             with open(path, "rb") as f:
                 while block := f.read(min(1 << 22, room if room else limit)):
