@@ -20,9 +20,8 @@ MANIFEST = "stage.json"
 
 def _sources(plan: Plan, names: list[str] | None) -> list[tuple[str, Path]]:
     """(where it goes, local path) of the experiment's data files and backbones' local copies."""
-    from harness.neural.models import ModelNotFoundError, resolve_model
-
     from harness import locations
+    from harness.neural.models import ModelNotFoundError, resolve_model
 
     out: list[tuple[str, Path]] = []
     for name, src in plan.exp.data.items():
