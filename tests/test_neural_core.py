@@ -117,15 +117,11 @@ def test_backbone_without_gradient_checkpointing_trains_without_it():
     assert checkpoint_backbone(mpnet) is False
 
 
-def test_old_encoder_names_are_deprecated_aliases():
-    """The base classes were named for bi-encoders, though the reranker's cross-encoder is one too:
-    the old names still import, with a warning, and are the renamed classes."""
+def test_the_old_encoder_names_are_gone():
+    """TextEncoder and TokenEncoder were BiEncoder and TokenBiEncoder (the reranker's cross-encoder is
+    one too); the old names were kept a while as deprecated aliases and are now removed."""
     import harness.neural.encoder as encoder
 
-    with pytest.warns(DeprecationWarning, match="use TextEncoder"):
-        from harness.neural.encoder import BiEncoder
-    with pytest.warns(DeprecationWarning, match="use TokenEncoder"):
-        assert encoder.TokenBiEncoder is encoder.TokenEncoder
-    assert BiEncoder is encoder.TextEncoder and issubclass(encoder.TokenEncoder, encoder.TextEncoder)
-    with pytest.raises(AttributeError):
-        encoder.NoSuchEncoder  # noqa: B018
+    for old in ("BiEncoder", "TokenBiEncoder"):
+        assert not hasattr(encoder, old)
+    assert issubclass(encoder.TokenEncoder, encoder.TextEncoder)

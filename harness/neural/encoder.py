@@ -11,7 +11,6 @@ cached shard by shard.
 from __future__ import annotations
 
 import contextlib
-import warnings
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -214,15 +213,3 @@ def encode_texts(model: TextEncoder, texts: Sequence[str], device: torch.device,
         # one bar over every text the cache lacks, however many chunks they are cached in
         return cached_encode(texts, cache, encode, flush_every=flush_every,
                              on_todo=advance.set_total if advance is not None else None)
-
-
-_RENAMED = {"BiEncoder": "TextEncoder", "TokenBiEncoder": "TokenEncoder"}  # old name -> new; the cross-encoder is one too
-
-
-def __getattr__(name: str):
-    """The old names still import, with a DeprecationWarning, for plugins written against them."""
-    if name in _RENAMED:
-        warnings.warn(f"harness.neural.encoder.{name} is deprecated; use {_RENAMED[name]}", DeprecationWarning,
-                      stacklevel=2)
-        return globals()[_RENAMED[name]]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
