@@ -346,3 +346,16 @@ def test_stage_carries_the_files_of_the_collections_the_steps_run_on(tmp_path, c
     err = _one_line_error(capsys, ["stage", "pack", str(tmp_path / "again"), "--experiment", str(exp),
                                    "--data-dir", str(corpora)])
     assert "collection 'pan18-en': its file enron.jsonl.gz is not in" in err and not (tmp_path / "again").exists()
+
+
+def test_the_dry_run_prices_what_is_done_as_measured_and_what_is_left_as_projected(capsys):
+    """On the committed record: the mpnet runs made on a GPU for the headline collections show the
+    minutes their results recorded, the trainings their logs' epochs; what is left, a projection."""
+    assert main(["reproduce", str(EXPERIMENTS / "table1-public.toml"), "--dry-run", "--runs-dir",
+                 str(ROOT / "leaderboards" / "runs"), "--collections", "reddit-xsub", "blogs-xtopic", "pan19-en"]) == 0
+    out = capsys.readouterr().out
+    cells = {line.split("|")[1].strip(): line.split("|")[4].strip() for line in out.splitlines()
+             if line.startswith("| ") and not line.startswith("| step")}
+    assert cells["run.sadiri-mpnet"].endswith(" measured") and cells["train.sadiri-mpnet"].endswith(" measured")
+    assert cells["train.v2-1.5b-cosine"].endswith(" projected") and cells["run.bm25"] == "—"  # bm25 ran on a CPU
+    assert "made on a GPU took" in out.splitlines()[-1]

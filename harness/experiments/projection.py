@@ -1,6 +1,8 @@
-"""Projected GPU-minutes of a step, from measured precedents: the committed training logs
-(seconds per epoch) and results (wall seconds per seed) of the same system on the same backbone,
-read from the folders the experiment names under `timings`. No precedent, no projection."""
+"""GPU-minutes of a step. Projected for a step to run, from measured precedents: the committed
+training logs (seconds per epoch) and results (wall seconds per seed) of the same system on the
+same backbone, read from the folders the experiment names under `timings`; no precedent, no
+projection. Measured for a step that is done: its model's training log (found by the model id its
+card gives) or the wall seconds its results recorded on a GPU."""
 from __future__ import annotations
 
 import json
@@ -17,6 +19,7 @@ def _backbone(config: dict[str, Any]) -> Any:
 class Projection:
     def __init__(self, exp: Experiment):
         self.trainings: list[tuple[str, Any, float]] = []  # (system, backbone, GPU-seconds)
+        self.by_model: dict[str, float] = {}  # model id -> GPU-seconds of its training
         self.results: list[tuple[str, Any, str, float]] = []  # (system, backbone, collection, wall seconds)
         for folder in exp.timings:
             if folder.is_dir():
@@ -29,6 +32,10 @@ class Projection:
                 seconds = sum(float(e.get("epoch_seconds", 0)) for e in log.get("log", []) if isinstance(e, dict))
                 gpus = int(log.get("world_size") or 1)
                 self.trainings.append((log["system"], (log.get("recipe") or {}).get("backbone"), seconds * gpus))
+                if isinstance(log.get("card"), dict) and seconds > 0:
+                    from harness.runs.models import model_id
+
+                    self.by_model[model_id(log["card"])] = seconds * gpus
             except (ValueError, KeyError, TypeError, AttributeError):
                 continue  # not a training log of this harness: no precedent
         for path in sorted(folder.rglob("seed-*.json")):
@@ -57,3 +64,26 @@ class Projection:
         fallback = sum(known.values()) / len(known)  # a collection without a precedent: the mean of the others
         total = sum(known.get(c, fallback) for c in step.collections) * len(plan.exp.seeds)
         return round(total / 60, 1)
+
+    def measured(self, step: Step, plan) -> float | None:
+        """GPU-minutes a done step took: its training (epochs only), or its results' wall time on a GPU."""
+        if step.kind == "train":
+            mid = plan.model_id(step)
+            seconds = self.by_model.get(mid) if mid else None
+            return round(seconds / 60, 1) if seconds else None
+        if step.kind not in ("run", "rerank"):
+            return None
+        from harness.runs.results import result_path
+
+        total, on_gpu = 0.0, False
+        for c in step.collections:
+            for seed in plan.exp.seeds:
+                path = result_path(plan.runs_dir, c, plan.run_name(step), seed)
+                try:
+                    prov = json.loads(path.read_text(encoding="utf-8"))["provenance"]
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue
+                if str(prov.get("device", "")).startswith("cuda"):
+                    total += float(prov.get("wall_seconds") or 0)
+                    on_gpu = True
+        return round(total / 60, 1) if on_gpu else None

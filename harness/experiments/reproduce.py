@@ -162,19 +162,30 @@ def _print_plan(plan: Plan, targets: Sequence[str], todo: Sequence[str], status:
 
     exp = plan.exp
     projection = Projection(exp)
-    rows = []
+    rows, measured = [], []
     for a in order(exp):
         if a not in targets and a not in todo and plan.exp.steps[a].kind not in ("curate", "train"):
             continue  # --only: the rest of the file is not asked about
         st = status.get(a) or plan.status(a)
-        minutes = projection.minutes(exp.steps[a], plan) if a in todo else None
         state = "done" if st.done else ("to run" if a in todo else "not needed")
         why = st.why if st.done or a in todo else f"{st.why}; what it is for is current"
-        rows.append([a, state, why,
-                     "—" if minutes is None else minutes])
-    out(tabulate(rows, headers=["step", "state", "why", "projected GPU-minutes"], tablefmt="github"))
+        if a in todo:
+            minutes = projection.minutes(exp.steps[a], plan)
+            cell = "—" if minutes is None else f"{minutes} projected"
+        else:
+            minutes = projection.measured(exp.steps[a], plan)
+            cell = "—" if minutes is None else f"{minutes} measured"
+            if minutes is not None:
+                measured.append(minutes)
+        rows.append([a, state, why, cell])
+    out(tabulate(rows, headers=["step", "state", "why", "GPU-minutes"], tablefmt="github", disable_numparse=True))
     total = [projection.minutes(exp.steps[a], plan) for a in todo]
     known = [m for m in total if isinstance(m, float)]
-    out(f"{exp.name}: {len(todo)} of {len(rows)} steps to run" + (
-        f"; about {sum(known):.0f} GPU-minutes for the {len(known)} with a measured precedent" if known else ""))
+    line = f"{exp.name}: {len(todo)} of {len(rows)} steps to run"
+    if known:
+        line += f"; about {sum(known):.0f} GPU-minutes for the {len(known)} with a measured precedent"
+    if measured:
+        line += (f"; the {len(measured)} made on a GPU took {sum(measured):.0f} GPU-minutes (trainings: epochs "
+                 "only; runs: the wall time their results recorded)")
+    out(line)
     return 0
