@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -206,7 +206,7 @@ def _varlen_attention(q, k, v, cu_q, cu_k, max_q, max_k, scale):
 
         options = _varlen_options()
         # causal, bottom-right aligned: torch >= 2.12 says is_causal; 2.11 a (-1, 0) window
-        kwargs = {"is_causal": True} if "is_causal" in options else {"window_size": (-1, 0)}
+        kwargs: dict[str, Any] = {"is_causal": True} if "is_causal" in options else {"window_size": (-1, 0)}
         if "scale" in options:
             kwargs["scale"] = scale
         elif abs(scale - q.shape[-1] ** -0.5) > 1e-12:
