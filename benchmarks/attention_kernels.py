@@ -6,6 +6,7 @@ them). Prints ms per call and TFLOP/s of the causal work (2 x sum(L^2) x heads x
 
     python benchmarks/attention_kernels.py
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -54,17 +55,24 @@ def main() -> None:
     qp, kp, vp = pad(q), pad(k_rep), pad(v_rep)
     print(f"{n} documents, {total} tokens, longest {width}; causal work {flops / 1e9:.1f} GFLOP")
     results = {}
-    results["varlen, repeated kv heads"] = lambda: varlen_attn(q, k_rep, v_rep, cu, cu, width, width, window_size=(-1, 0))
+    results["varlen, repeated kv heads"] = lambda: varlen_attn(
+        q, k_rep, v_rep, cu, cu, width, width, window_size=(-1, 0)
+    )
     try:
         varlen_attn(q, k, v, cu, cu, width, width, window_size=(-1, 0))
         results["varlen, native GQA"] = lambda: varlen_attn(q, k, v, cu, cu, width, width, window_size=(-1, 0))
     except Exception as e:  # noqa: BLE001
         print("varlen native GQA:", type(e).__name__, str(e)[:120])
-    for name, backend in [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
-                          ("efficient", SDPBackend.EFFICIENT_ATTENTION)]:
+    for name, backend in [
+        ("flash", SDPBackend.FLASH_ATTENTION),
+        ("cudnn", SDPBackend.CUDNN_ATTENTION),
+        ("efficient", SDPBackend.EFFICIENT_ATTENTION),
+    ]:
+
         def run(backend=backend):
             with sdpa_kernel([backend]):
                 return F.scaled_dot_product_attention(qp, kp, vp, is_causal=True)
+
         try:
             run()
             results[f"padded SDPA {name}"] = run

@@ -7,6 +7,7 @@ so it is timed on --reference-queries queries and extrapolated to all of them (p
 
     python -m benchmarks.bench_bm25 [--candidates 34000] [--queries 120] [--words 600]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,7 +25,7 @@ def synthetic_docs(n: int, words: int, vocab: int, seed: int) -> list[str]:
     names = np.array([f"w{i}" for i in range(vocab + 1)], dtype=object)
     out, start = [], 0
     for length in lengths:
-        out.append(" ".join(names[ids[start:start + length]]))
+        out.append(" ".join(names[ids[start : start + length]]))
         start += length
     return out
 
@@ -46,16 +47,31 @@ def main() -> None:
     from plugins.bm25.tokenize import tokenize
 
     t = time.perf_counter()
-    cands = [Document(f"c{i:05d}", ("x",), s, "g") for i, s in enumerate(synthetic_docs(args.candidates, args.words, args.vocab, 0))]
-    queries = [Document(f"q{i:03d}", ("y",), s, "h") for i, s in enumerate(synthetic_docs(args.queries, args.words, args.vocab, 1))]
-    print(f"generated {len(cands)} candidates and {len(queries)} queries of ~{args.words} words in {time.perf_counter() - t:.1f}s")
+    cands = [
+        Document(f"c{i:05d}", ("x",), s, "g")
+        for i, s in enumerate(synthetic_docs(args.candidates, args.words, args.vocab, 0))
+    ]
+    queries = [
+        Document(f"q{i:03d}", ("y",), s, "h")
+        for i, s in enumerate(synthetic_docs(args.queries, args.words, args.vocab, 1))
+    ]
+    print(
+        f"generated {len(cands)} candidates and {len(queries)} queries of ~{args.words} words in {time.perf_counter() - t:.1f}s"
+    )
 
     t = time.perf_counter()
     BM25System(BM25Config()).rank(queries, cands, 100)
     ours_s = time.perf_counter() - t
-    print(f"harness bm25 (vectorized): tokenize + index + score + top-100 for all {len(queries)} queries: {ours_s:.1f}s")
-    figures = {"device": device_name(), "candidates": len(cands), "queries": len(queries), "words": args.words,
-               "harness_seconds": round(ours_s, 2)}
+    print(
+        f"harness bm25 (vectorized): tokenize + index + score + top-100 for all {len(queries)} queries: {ours_s:.1f}s"
+    )
+    figures = {
+        "device": device_name(),
+        "candidates": len(cands),
+        "queries": len(queries),
+        "words": args.words,
+        "harness_seconds": round(ours_s, 2),
+    }
 
     if args.reference_queries:
         import rank_bm25
@@ -73,12 +89,18 @@ def main() -> None:
         ref_total = build + per_query * len(queries)
         mine = BM25Index(corpus, 0.25, 0.75).scores([tokenize(q.fullText) for q in sample])
         max_diff = float(np.max(np.abs(mine - np.array(ref_scores))))
-        print(f"rank-bm25: index {build:.1f}s, {per_query:.2f}s per query (timed on {len(sample)}); "
-              f"all {len(queries)} queries extrapolated: {ref_total:.0f}s")
+        print(
+            f"rank-bm25: index {build:.1f}s, {per_query:.2f}s per query (timed on {len(sample)}); "
+            f"all {len(queries)} queries extrapolated: {ref_total:.0f}s"
+        )
         print(f"speed-up {ref_total / ours_s:.0f}x; max |score difference| on the timed queries: {max_diff:.2e}")
-        figures.update(rank_bm25_index_seconds=round(build, 2), rank_bm25_seconds_per_query=round(per_query, 3),
-                       rank_bm25_extrapolated_seconds=round(ref_total, 1), rank_bm25_timed_queries=len(sample),
-                       max_abs_score_difference=max_diff)
+        figures.update(
+            rank_bm25_index_seconds=round(build, 2),
+            rank_bm25_seconds_per_query=round(per_query, 3),
+            rank_bm25_extrapolated_seconds=round(ref_total, 1),
+            rank_bm25_timed_queries=len(sample),
+            max_abs_score_difference=max_diff,
+        )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(figures, indent=1) + "\n")

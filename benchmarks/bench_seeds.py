@@ -7,6 +7,7 @@ the seeds' candidate pools once.
 Each measurement starts from an empty embedding cache and an empty runs folder (temporary),
 so the one-seed run and the four-seed run both pay for every encoding they need.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,18 @@ def timed_run(system: str, collection: str, seeds: list[int], overrides: dict) -
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["AA_HARNESS_CACHE"] = str(Path(tmp) / "cache")
         start = time.perf_counter()
-        run_job(load_registry(), RunJob(systems=[system], collection=collection, seeds=seeds, overrides=overrides,
-                                        runs_dir=Path(tmp) / "runs", progress=False), log=lambda *_: None)
+        run_job(
+            load_registry(),
+            RunJob(
+                systems=[system],
+                collection=collection,
+                seeds=seeds,
+                overrides=overrides,
+                runs_dir=Path(tmp) / "runs",
+                progress=False,
+            ),
+            log=lambda *_: None,
+        )
         return time.perf_counter() - start
 
 
@@ -47,10 +58,14 @@ def main() -> None:
     from aa_harness_bench.timing import device_facts
     from harness.neural.device import pick_device
 
-    write_result("seeds", f"{args.system}-{args.collection}", device_facts(pick_device(overrides.get("device", "auto"))),
-                 {"system": args.system, "collection": args.collection, "set": args.set},
-                 {"one_seed_seconds": round(one, 2), "four_seeds_seconds": round(four, 2), "ratio": round(ratio, 3)},
-                 args.out)
+    write_result(
+        "seeds",
+        f"{args.system}-{args.collection}",
+        device_facts(pick_device(overrides.get("device", "auto"))),
+        {"system": args.system, "collection": args.collection, "set": args.set},
+        {"one_seed_seconds": round(one, 2), "four_seeds_seconds": round(four, 2), "ratio": round(ratio, 3)},
+        args.out,
+    )
 
 
 if __name__ == "__main__":

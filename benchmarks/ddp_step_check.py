@@ -9,6 +9,7 @@ The backbone is Qwen3-0.6B's architecture with random weights and the Qwen3 toke
 data are the built-in synthetic demo documents. The recipe is the SADIRI-v2 retriever's
 (LoRA, projection, SupCon), with random batches so both runs see the same ones.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,16 +32,30 @@ def prepare(folder: Path, tokenizer: Path) -> None:
             shutil.copy(f, folder / "backbone" / f.name)
     with open(folder / "demo.jsonl", "w", encoding="utf-8") as out:
         for d in demo_documents():
-            out.write(json.dumps({"documentID": d.documentID, "authorIDs": list(d.authorIDs), "fullText": d.fullText,
-                                  "genre": d.genre}) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "documentID": d.documentID,
+                        "authorIDs": list(d.authorIDs),
+                        "fullText": d.fullText,
+                        "genre": d.genre,
+                    }
+                )
+                + "\n"
+            )
 
 
 def compare(one: Path, two: Path, out: Path | None) -> None:
     logs = [json.loads((p / "train_log.json").read_text()) for p in (one, two)]
     losses = [[e["loss"] for e in log["log"] if "loss" in e] for log in logs]
     diff = max(abs(a - b) for a, b in zip(*losses))
-    record = {"world_sizes": [log["world_size"] for log in logs], "devices": [log["device"] for log in logs],
-              "losses_one_process": losses[0], "losses_ddp": losses[1], "max_abs_loss_diff": diff}
+    record = {
+        "world_sizes": [log["world_size"] for log in logs],
+        "devices": [log["device"] for log in logs],
+        "losses_one_process": losses[0],
+        "losses_ddp": losses[1],
+        "max_abs_loss_diff": diff,
+    }
     print(json.dumps(record, indent=1))
     if out:
         from aa_harness_bench.results import write_result

@@ -1,7 +1,8 @@
 """Where a fused forward spends its GPU time: the top kernels of a few packs (torch.profiler).
 
-    python benchmarks/profile_fused.py --arch qwen3-0.6b --max-tokens 65536
+python benchmarks/profile_fused.py --arch qwen3-0.6b --max-tokens 65536
 """
+
 from __future__ import annotations
 
 import argparse

@@ -6,6 +6,7 @@ of one step (forward, backward, Adam) at the bench's batch, 16 authors x 2 docum
 Prints the GPU time of the step's kernels against its wall time (the gap is time the GPU
 waits for the host: launch-bound work) and the kernels by GPU time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,7 +48,9 @@ def main() -> None:
     for s in range(3):  # compile, warm up
         step(s)
     torch.cuda.synchronize()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]) as prof:
+    with torch.profiler.profile(
+        activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    ) as prof:
         t = time.perf_counter()
         step(10)
         torch.cuda.synchronize()
@@ -58,9 +61,11 @@ def main() -> None:
     gpu = sum(e.self_device_time_total for e in kernel_rows) / 1e6
     kernels = sum(e.count for e in kernel_rows)
     host = sum(e.self_cpu_time_total for e in events) / 1e6
-    print(f"{args.arch} {'uncompiled' if args.no_compile else 'compiled'}"
-          f"{', checkpointed' if args.checkpoint else ''}: step {wall:.3f} s wall (under the profiler), "
-          f"{gpu:.3f} s of kernels ({kernels} launches), {host:.3f} s of host work in torch ops")
+    print(
+        f"{args.arch} {'uncompiled' if args.no_compile else 'compiled'}"
+        f"{', checkpointed' if args.checkpoint else ''}: step {wall:.3f} s wall (under the profiler), "
+        f"{gpu:.3f} s of kernels ({kernels} launches), {host:.3f} s of host work in torch ops"
+    )
     print(events.table(sort_by="self_device_time_total", row_limit=25, max_name_column_width=60))
 
 

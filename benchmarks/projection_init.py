@@ -8,6 +8,7 @@ collection (or the synthetic demo when the corpora are absent), and prints, for 
 `projection_init`, the hidden states' norm, the projected vectors' norm, the spread of the
 logits s(d, d')/tau (dot product, tau 0.01) and the first SupCon loss (chance: log(2N - 1)).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,14 @@ def main(argv=None) -> dict:
         batch = model.collate(model.featurize(texts))
         pooled = model.pool(model.hidden_states(**batch), batch["attention_mask"]).float()
     hidden = pooled.shape[1]
-    out = {"backbone": args.backbone, "hidden": hidden, "authors": args.docs, "tokens": args.tokens,
-           "pooled_norm_mean": round(float(pooled.norm(dim=1).mean()), 2), "chance_loss": round(math.log(2 * args.docs - 1), 3)}
+    out = {
+        "backbone": args.backbone,
+        "hidden": hidden,
+        "authors": args.docs,
+        "tokens": args.tokens,
+        "pooled_norm_mean": round(float(pooled.norm(dim=1).mean()), 2),
+        "chance_loss": round(math.log(2 * args.docs - 1), 3),
+    }
     for init in PROJECTION_INITS:
         torch.manual_seed(0)
         proj = new_projection(hidden, init)
@@ -55,9 +62,13 @@ def main(argv=None) -> dict:
             a, b = v[0::2], v[1::2]
             logits = (v @ v.T / 0.01).masked_fill(torch.eye(len(v), dtype=torch.bool), float("nan"))
             off = logits[~torch.isnan(logits)]
-            out[init] = {"projected_norm_mean": round(float(v.norm(dim=1).mean()), 3),
-                         "logit_abs_mean": round(float(off.abs().mean()), 2), "logit_sd": round(float(off.std()), 2),
-                         "logit_max": round(float(off.max()), 2), "first_loss": round(float(supcon_loss(a, b, 0.01, cosine=False)), 3)}
+            out[init] = {
+                "projected_norm_mean": round(float(v.norm(dim=1).mean()), 3),
+                "logit_abs_mean": round(float(off.abs().mean()), 2),
+                "logit_sd": round(float(off.std()), 2),
+                "logit_max": round(float(off.max()), 2),
+                "first_loss": round(float(supcon_loss(a, b, 0.01, cosine=False)), 3),
+            }
     print(json.dumps(out, indent=1))
     return out
 

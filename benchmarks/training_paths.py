@@ -9,6 +9,7 @@ tokens/s and documents (pairs)/s from the log, the speed-up, and the per-step lo
 (the two paths draw their own LoRA dropout masks and round differently in bf16, so the losses
 agree closely, not exactly).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,9 +24,13 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def _summary(log: dict) -> dict:
     epoch = next(e for e in log["log"] if "epoch_seconds" in e)
-    return {"fast_training": bool(log["config"].get("fast_training")), "seconds": epoch["epoch_seconds"],
-            "tokens_per_s": epoch["tokens_per_second"], "docs_per_s": epoch["docs_per_second"],
-            "losses": [round(e["loss"], 6) for e in log["log"] if "loss" in e]}
+    return {
+        "fast_training": bool(log["config"].get("fast_training")),
+        "seconds": epoch["epoch_seconds"],
+        "tokens_per_s": epoch["tokens_per_second"],
+        "docs_per_s": epoch["docs_per_second"],
+        "losses": [round(e["loss"], 6) for e in log["log"] if "loss" in e],
+    }
 
 
 def compare(hf_log: dict, fast_log: dict, name: str) -> dict:
@@ -36,11 +41,22 @@ def compare(hf_log: dict, fast_log: dict, name: str) -> dict:
     if differ:
         raise SystemExit(f"the two runs differ in more than fast_training: {', '.join(sorted(differ))}")
     gaps = [abs(a - b) for a, b in zip(hf["losses"], fast["losses"])]
-    return {"benchmark": "training-paths", "name": name, "system": hf_log["system"], "device_name": hf_log["device"],
-            "git_commit": hf_log["card"]["commit"], "finished_at": fast_log["card"]["trained_at"],
-            "config": {k: v for k, v in hf_log["config"].items() if k != "fast_training"},
-            "results": {"hf": hf, "fast": fast, "speedup": round(fast["tokens_per_s"] / hf["tokens_per_s"], 3),
-                        "max_abs_loss_gap": round(max(gaps), 6), "steps": len(gaps)}}
+    return {
+        "benchmark": "training-paths",
+        "name": name,
+        "system": hf_log["system"],
+        "device_name": hf_log["device"],
+        "git_commit": hf_log["card"]["commit"],
+        "finished_at": fast_log["card"]["trained_at"],
+        "config": {k: v for k, v in hf_log["config"].items() if k != "fast_training"},
+        "results": {
+            "hf": hf,
+            "fast": fast,
+            "speedup": round(fast["tokens_per_s"] / hf["tokens_per_s"], 3),
+            "max_abs_loss_gap": round(max(gaps), 6),
+            "steps": len(gaps),
+        },
+    }
 
 
 def main(argv=None) -> int:
@@ -53,8 +69,10 @@ def main(argv=None) -> int:
     card = re.sub(r"[^a-z0-9]+", "-", record["device_name"].split(": ")[-1].lower()).strip("-")
     out = RESULTS / f"training-paths-{args.name}-{card}.json"
     atomic_write_text(out, json.dumps(record, indent=1) + "\n")
-    print(f"{args.name}: fast_training {record['results']['speedup']:.2f}x tokens/s, max loss gap "
-          f"{record['results']['max_abs_loss_gap']:.4f} over {record['results']['steps']} steps -> {out}")
+    print(
+        f"{args.name}: fast_training {record['results']['speedup']:.2f}x tokens/s, max loss gap "
+        f"{record['results']['max_abs_loss_gap']:.4f} over {record['results']['steps']} steps -> {out}"
+    )
     return 0
 
 

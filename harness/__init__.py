@@ -3,6 +3,7 @@
 The core (this package) never imports torch at module level: listing systems, building
 splits and computing metrics run on a bare CPU install.
 """
+
 from __future__ import annotations
 
 

@@ -7,6 +7,7 @@ Plugins whose systems are neural also use the shared model machinery under `harn
 (encoders, training loop, losses, model loading), which needs the `neural` extra. Importing this
 module imports no torch.
 """
+
 from __future__ import annotations
 
 from harness.atomic import atomic_open, atomic_write_text

@@ -8,6 +8,7 @@ allows (0666 & ~umask), as `open()` would give, not mkstemp's 0600, and folders 
 umask is the one the process started with, read when the harness is imported, so a plugin that
 changes it (`os.umask(0)`) cannot make results world-writable.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -71,7 +72,7 @@ def clean_stale_tmp(folder: Path, name: str) -> list[Path]:
     except OSError:
         return removed
     for tmp in entries:
-        middle = tmp.name[len(name) + 2:-len(".tmp")].split(".")  # "<pid>.<random>", or "<random>" (old)
+        middle = tmp.name[len(name) + 2 : -len(".tmp")].split(".")  # "<pid>.<random>", or "<random>" (old)
         if len(middle) == 2 and middle[0].isdigit():
             pid = middle[0]
         elif len(middle) == 1:

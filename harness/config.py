@@ -3,6 +3,7 @@
 `--set key=value` overrides are parsed by the field's annotated type; an unknown key is an
 error that suggests close names.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -134,7 +135,7 @@ def _type_name(tp: Any) -> str:
 
 
 def _docstring_help(cls: type) -> dict[str, str]:
-    """"key: text" lines of the class docstring (continuation lines joined), keyed by field name."""
+    """ "key: text" lines of the class docstring (continuation lines joined), keyed by field name."""
     import inspect
 
     names = {f.name for f in dataclasses.fields(cls)}
@@ -203,8 +204,8 @@ def config_fields(cls: type) -> list[dict[str, Any]]:
         for other in names:
             m = re.search(rf"(?:^|\.\s+){re.escape(other)}:\s*", text)
             if other != key and m:
-                doc.setdefault(other, text[m.end():])
-                doc[key] = text = text[:m.start() + 1].strip()
+                doc.setdefault(other, text[m.end() :])
+                doc[key] = text = text[: m.start() + 1].strip()
     rows = []
     for f in dataclasses.fields(cls):
         if f.default is not dataclasses.MISSING:

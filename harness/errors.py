@@ -1,4 +1,5 @@
 """Errors the harness reports to the user as one clear line, without a traceback."""
+
 from __future__ import annotations
 
 

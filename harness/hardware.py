@@ -5,6 +5,7 @@
 - the achievable reference: ~790 TFLOP/s, about what large bf16 matmuls sustain on these cards in
   practice (80% of the dense peak); a step near it is as fast as dense matmuls get.
 """
+
 from __future__ import annotations
 
 DENSE_BF16_PEAK_TFLOPS = 989.0

@@ -1,4 +1,5 @@
 """The harness's hooks. Each hands the plugin a `register` callback, llm-style."""
+
 from __future__ import annotations
 
 import pluggy

@@ -25,8 +25,17 @@ STORE_ENV = "AA_HARNESS_STORE"
 
 # The folders of a checkout that hold the project's own files: a home, cache or store there would mix
 # per-user files into what is committed.
-CHECKOUT_FOLDERS = ("harness", "plugins", "leaderboards", "splits", "tests", "docs", "examples", "benchmarks",
-                    "experiments")
+CHECKOUT_FOLDERS = (
+    "harness",
+    "plugins",
+    "leaderboards",
+    "splits",
+    "tests",
+    "docs",
+    "examples",
+    "benchmarks",
+    "experiments",
+)
 
 
 def _forbidden(record_ok: bool) -> list[tuple[Path, str]]:
@@ -158,8 +167,9 @@ def export_dir(flag: str | Path | None = None) -> Path:
 
 def bench_dir(flag: str | Path | None = None) -> Path:
     """Benchmark results: --out, $AA_HARNESS_BENCH_DIR, else <home>/bench."""
-    return checked_place(_pick(flag, BENCH_ENV, lambda: home() / "bench"), "the bench results folder", BENCH_ENV,
-                         record_ok=True)
+    return checked_place(
+        _pick(flag, BENCH_ENV, lambda: home() / "bench"), "the bench results folder", BENCH_ENV, record_ok=True
+    )
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ API:
         fig.savefig(stage.path("plots/s8.png"))
         stage.write("main.md", text)
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -48,7 +49,12 @@ JOURNAL = ".journal"
 def _check_rel(rel: str) -> str:
     """A relative path inside the target: no absolute path, no '..', no hidden staging names."""
     p = PurePosixPath(str(rel).replace(os.sep, "/"))
-    if p.is_absolute() or not p.parts or any(part in ("", ".", "..") for part in p.parts) or p.parts[0].startswith(PREFIX):
+    if (
+        p.is_absolute()
+        or not p.parts
+        or any(part in ("", ".", "..") for part in p.parts)
+        or p.parts[0].startswith(PREFIX)
+    ):
         raise HarnessError(f"{rel!r}: an output file must be a relative path inside the output folder")
     return p.as_posix()
 
@@ -106,7 +112,7 @@ def writer_lock(target: Path) -> Iterator[None]:
 
 
 def _pid_of(name: str) -> int | None:
-    rest = name[len(PREFIX):].split(".")
+    rest = name[len(PREFIX) :].split(".")
     return int(rest[0]) if rest and rest[0].isdigit() else None
 
 
@@ -138,8 +144,11 @@ def _plan(target: Path, folder: Path, journal: Path) -> tuple[list[str], list[st
         data = json.loads(journal.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return "its journal cannot be read"
-    if not isinstance(data, dict) or not isinstance(data.get("files"), list) or not isinstance(
-            data.get("remove", []), list):
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("files"), list)
+        or not isinstance(data.get("remove", []), list)
+    ):
         return "its journal is not a list of files"
     files, remove = data["files"], data.get("remove", [])
     for rel in [*files, *remove]:
@@ -182,8 +191,11 @@ def _roll_forward(target: Path, folder: Path, journal: Path, files: Sequence[str
 def _leftovers(target: Path) -> list[Path]:
     """The staging entries (not journals) in `target`, by name."""
     try:
-        return sorted(p for p in target.iterdir() if p.name.startswith(PREFIX)
-                      and not p.name.endswith((JOURNAL, JOURNAL + ".tmp")))
+        return sorted(
+            p
+            for p in target.iterdir()
+            if p.name.startswith(PREFIX) and not p.name.endswith((JOURNAL, JOURNAL + ".tmp"))
+        )
     except (FileNotFoundError, NotADirectoryError):
         return []
 
@@ -212,8 +224,13 @@ def report_unfinished(folder: str | os.PathLike) -> list[Path]:
     folder = Path(folder)
     found = [e for e in _leftovers(folder) if not _busy(e)]
     for entry in found:
-        _warn_once(entry, "%s: an interrupted write left %s; reading the files in place and changing nothing "
-                   "(the command that writes this folder finishes it)", folder, entry.name)
+        _warn_once(
+            entry,
+            "%s: an interrupted write left %s; reading the files in place and changing nothing "
+            "(the command that writes this folder finishes it)",
+            folder,
+            entry.name,
+        )
     return found
 
 
@@ -232,8 +249,12 @@ def recover(target: str | os.PathLike) -> None:
 def _recover_locked(target: Path) -> None:
     for entry in _leftovers(target):
         if not _is_real(entry, stat.S_IFDIR):
-            _warn_once(entry, "%s: %s is not a staging folder of the harness (a link or a file); left alone", target,
-                       entry.name)
+            _warn_once(
+                entry,
+                "%s: %s is not a staging folder of the harness (a link or a file); left alone",
+                target,
+                entry.name,
+            )
             continue
         if _busy(entry) or _pid_of(entry.name) == os.getpid():
             continue  # a writer that does not hold the lock (an older harness) is building it now
@@ -325,12 +346,16 @@ def staged_output(target: str | os.PathLike, *, replace_folders: Sequence[str] =
 
 def _one_line(target: Path, e: OSError) -> HarnessError:
     where = e.filename if isinstance(e.filename, str) and e.filename else target
-    return HarnessError(f"{where}: cannot write ({e.strerror or e}); nothing in {target} was changed"
-                        if not isinstance(e, FileExistsError) else f"{where}: {e.strerror or e}")
+    return HarnessError(
+        f"{where}: cannot write ({e.strerror or e}); nothing in {target} was changed"
+        if not isinstance(e, FileExistsError)
+        else f"{where}: {e.strerror or e}"
+    )
 
 
-def write_output_set(target: str | os.PathLike, files: Mapping[str, bytes | str], *,
-                     replace_folders: Sequence[str] = ()) -> list[Path]:
+def write_output_set(
+    target: str | os.PathLike, files: Mapping[str, bytes | str], *, replace_folders: Sequence[str] = ()
+) -> list[Path]:
     """Write {relative path: content} into `target` as one set; returns the paths written.
 
     replace_folders: subfolders of target the set replaces whole (see staged_output)."""
@@ -393,8 +418,10 @@ def _write_beside_each(files: Mapping[Path, bytes | str]) -> None:
             except OSError:
                 pass
         kept.clear()
-        raise HarnessError(f"{getattr(e, 'filename', None) or next(iter(files))}: cannot write "
-                           f"({e.strerror or e}); nothing was changed") from None
+        raise HarnessError(
+            f"{getattr(e, 'filename', None) or next(iter(files))}: cannot write "
+            f"({e.strerror or e}); nothing was changed"
+        ) from None
     finally:
         for tmp in [*staged.values(), *kept.values()]:
             try:

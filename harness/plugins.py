@@ -8,6 +8,7 @@ A plugin that fails to import or raises while registering is reported (on stderr
 `Registry.failures`) and left out; the other plugins and systems work on. A plugin that
 registers a name another plugin already registered is an error naming both.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -71,7 +72,8 @@ def check_import_names() -> None:
     raise HarnessError(
         f"the top-level package 'plugins' resolves to {found}, not the harness's own ({own}): another "
         "distribution, a folder on $PYTHONPATH or a 'plugins' package in the current folder shadows it; "
-        "run from another folder, or install aa-harness in a virtual environment of its own")
+        "run from another folder, or install aa-harness in a virtual environment of its own"
+    )
 
 
 def plugin_manager(*, entrypoints: bool = True, extra: tuple = ()) -> PluginManager:
@@ -102,7 +104,11 @@ def _load_entrypoints(pm: PluginManager) -> None:
             label = f"{ep.name} (package {dist.metadata['name']})"
             try:
                 plugin = ep.load()
-            except (Exception, SystemExit, GeneratorExit) as e:  # a broken third-party plugin must not break the harness
+            except (
+                Exception,
+                SystemExit,
+                GeneratorExit,
+            ) as e:  # a broken third-party plugin must not break the harness
                 pm.aa_failures.append((label, f"failed to import: {type(e).__name__}: {e}"))
                 continue
             pm.register(plugin, name=ep.name)
@@ -178,8 +184,10 @@ def load_registry(pm: pluggy.PluginManager | None = None, *, warn=None) -> Regis
     warn = warn or _log.warning
     reg = Registry(failures=list(getattr(pm, "aa_failures", [])))
     owner: dict[tuple[str, str], str] = {}
-    for hook, table, kind in ((pm.hook.register_systems, reg.systems, "system"),
-                              (pm.hook.register_collections, reg.collections, "collection")):
+    for hook, table, kind in (
+        (pm.hook.register_systems, reg.systems, "system"),
+        (pm.hook.register_collections, reg.collections, "collection"),
+    ):
         for impl in hook.get_hookimpls():
             label = _plugin_label(pm, impl.plugin)
             staged: list[Any] = []  # checked below to be this hook's spec type
@@ -187,21 +195,31 @@ def load_registry(pm: pluggy.PluginManager | None = None, *, warn=None) -> Regis
                 impl.function(register=staged.append)
                 for spec in staged:
                     if not isinstance(spec, (SystemSpec if kind == "system" else CollectionSpec)):
-                        raise TypeError(f"register() expects a {'SystemSpec' if kind == 'system' else 'CollectionSpec'}, "
-                                        f"got {type(spec).__name__}")
+                        raise TypeError(
+                            f"register() expects a {'SystemSpec' if kind == 'system' else 'CollectionSpec'}, "
+                            f"got {type(spec).__name__}"
+                        )
             except (Exception, SystemExit, GeneratorExit) as e:  # a broken third-party plugin must not break the others
                 reg.failures.append((label, f"failed while registering {kind}s: {type(e).__name__}: {e}"))
                 continue
             dist = _distribution(pm, impl.plugin) if staged else ("", "")
             for spec in staged:
                 if kind == "system" and spec.name == SUBMITTED:
-                    raise HarnessError(f"plugin {label} registers the system {SUBMITTED!r}, a name reserved for "
-                                       "submitted rankings; block it with AA_HARNESS_BLOCK_PLUGINS")
+                    raise HarnessError(
+                        f"plugin {label} registers the system {SUBMITTED!r}, a name reserved for "
+                        "submitted rankings; block it with AA_HARNESS_BLOCK_PLUGINS"
+                    )
                 if spec.name in table:
-                    raise HarnessError(f"the {kind} {spec.name!r} is registered by both {owner[(kind, spec.name)]} "
-                                       f"and {label}; block one with AA_HARNESS_BLOCK_PLUGINS")
-                table[spec.name] = replace(spec, plugin=spec.plugin or impl.plugin_name,
-                                           distribution=spec.distribution or dist[0], version=spec.version or dist[1])
+                    raise HarnessError(
+                        f"the {kind} {spec.name!r} is registered by both {owner[(kind, spec.name)]} "
+                        f"and {label}; block one with AA_HARNESS_BLOCK_PLUGINS"
+                    )
+                table[spec.name] = replace(
+                    spec,
+                    plugin=spec.plugin or impl.plugin_name,
+                    distribution=spec.distribution or dist[0],
+                    version=spec.version or dist[1],
+                )
                 owner[(kind, spec.name)] = label
     for label, message in reg.failures:
         warn(f"plugin {label} {message}; left out")
@@ -225,7 +243,9 @@ def add_plugin_commands(subparsers, pm: pluggy.PluginManager | None = None, *, w
             subparsers.choices.clear()
             subparsers.choices.update(before)
             subparsers._choices_actions[:] = shown
-            warn(f"plugin {_plugin_label(pm, impl.plugin)} failed while adding commands: {type(e).__name__}: {e}; left out")
+            warn(
+                f"plugin {_plugin_label(pm, impl.plugin)} failed while adding commands: {type(e).__name__}: {e}; left out"
+            )
             continue
         added += [name for name in subparsers.choices if name not in before]
     return added

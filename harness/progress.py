@@ -14,6 +14,7 @@ time left; where a bar cannot be shown (stderr is not a terminal), the caller lo
 
 `enabled(False)` (the CLI's --no-progress) silences the bars; warnings still print.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -67,8 +68,16 @@ def seed_scope(total_documents: int, what: str = "") -> Iterator[dict]:
 def _bar(desc: str, total: int, unit: str, initial: int = 0):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, unit=unit, initial=initial, disable=not is_enabled(), file=sys.stderr,
-                leave=False, dynamic_ncols=True)
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        initial=initial,
+        disable=not is_enabled(),
+        file=sys.stderr,
+        leave=False,
+        dynamic_ncols=True,
+    )
 
 
 class Advance:
@@ -102,7 +111,7 @@ def phase(desc: str, total: int = 1, unit: str = "step", *, initial: int = 0) ->
 
 
 def time_left(done: int, total: int, seconds: float) -> str:
-    """"about 3 min left" from `done` of `total` units in `seconds`; "" before the first unit."""
+    """ "about 3 min left" from `done` of `total` units in `seconds`; "" before the first unit."""
     if done <= 0 or total <= done:
         return ""
     return f"about {_fmt_seconds(seconds / done * (total - done))} left"
@@ -116,8 +125,14 @@ def _fmt_seconds(s: float) -> str:
     return f"{s / 3600:.1f} h"
 
 
-def encode_with_progress(encode: Callable[[Sequence], np.ndarray], documents: Sequence, desc: str, *,
-                         device: str = "", chunk: int | None = None) -> np.ndarray:
+def encode_with_progress(
+    encode: Callable[[Sequence], np.ndarray],
+    documents: Sequence,
+    desc: str,
+    *,
+    device: str = "",
+    chunk: int | None = None,
+) -> np.ndarray:
     """encode(documents) in chunks under one bar, warning once per seed when encoding will be slow.
 
     Chunks start small (4, 8, 16, ... documents) and grow to `chunk`, so the first estimate comes
@@ -135,7 +150,7 @@ def encode_with_progress(encode: Callable[[Sequence], np.ndarray], documents: Se
         i, size = 0, min(PROBE_DOCS, chunk)
         while i < n:
             start = time.perf_counter()
-            parts.append(np.asarray(encode(documents[i:i + size]), dtype=np.float32))
+            parts.append(np.asarray(encode(documents[i : i + size]), dtype=np.float32))
             took = time.perf_counter() - start
             done = min(size, n - i)
             if state is not None:
@@ -160,8 +175,18 @@ def _maybe_warn(state: dict, per_doc: float, device: str) -> None:
     on = f" on {device}" if device else ""
     cpu = not device or device.lower().startswith("cpu")
     # the advice keeps the model: a run's --model (a trained folder) is `model` too, so --set model=… would replace it
-    advice = ("run it on a GPU (--set device=cuda), or try the system on a smaller split first (--author-fraction 0.05 "
-              "--seeds 0)") if cpu else "raise the encoding batch's token budget if memory allows (--set encode_max_tokens=…)"
-    print(f"aa-harness: warning: encoding {state['total']:,} documents{' with ' + state['what'] if state['what'] else ''}"
-          f"{on} will take about {_fmt_seconds(estimate)} more for this seed (at {per_doc:.2f} s a document); {advice}. "
-          "Finished seeds are kept; Ctrl-C and a rerun continue.", file=sys.stderr, flush=True)
+    advice = (
+        (
+            "run it on a GPU (--set device=cuda), or try the system on a smaller split first (--author-fraction 0.05 "
+            "--seeds 0)"
+        )
+        if cpu
+        else "raise the encoding batch's token budget if memory allows (--set encode_max_tokens=…)"
+    )
+    print(
+        f"aa-harness: warning: encoding {state['total']:,} documents{' with ' + state['what'] if state['what'] else ''}"
+        f"{on} will take about {_fmt_seconds(estimate)} more for this seed (at {per_doc:.2f} s a document); {advice}. "
+        "Finished seeds are kept; Ctrl-C and a rerun continue.",
+        file=sys.stderr,
+        flush=True,
+    )

@@ -7,6 +7,7 @@ Training is not a method of the system: a trainable system's SystemSpec names a 
 function (config, documents, out_dir) -> model folder, so training never loads a model to
 rank with. A system that only encodes is ranked by `DenseRanker`.
 """
+
 from __future__ import annotations
 
 from typing import Protocol, Sequence, runtime_checkable
@@ -32,7 +33,9 @@ class Encoder(Protocol):
 
 @runtime_checkable
 class Reranker(Protocol):
-    def rerank(self, queries: Sequence[Document], candidate_lists: Sequence[Sequence[Document]]) -> list[np.ndarray]: ...
+    def rerank(
+        self, queries: Sequence[Document], candidate_lists: Sequence[Sequence[Document]]
+    ) -> list[np.ndarray]: ...
 
 
 class DenseRanker:
@@ -52,8 +55,10 @@ class DenseRanker:
         cand = check_vectors(cand, candidates, "encode() of the candidates")
         qv = check_vectors(qv, queries, "encode() of the queries")
         if cand.shape[1] != qv.shape[1]:
-            raise HarnessError(f"encode() gave {qv.shape[1]}-dimensional query vectors and {cand.shape[1]}-dimensional "
-                               "candidate vectors")
+            raise HarnessError(
+                f"encode() gave {qv.shape[1]}-dimensional query vectors and {cand.shape[1]}-dimensional "
+                "candidate vectors"
+            )
         with phase("search"):
             ranked = top_k_inner_product(qv, cand, cand_ids, k, query_ids=query_ids)
         return dict(zip(query_ids, ranked))

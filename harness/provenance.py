@@ -1,4 +1,5 @@
 """Where a result came from: package versions, git commit, device, time."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -11,8 +12,19 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
-PACKAGES = ("aa-harness", "numpy", "scipy", "scikit-learn", "rank-bm25", "torch", "transformers",
-            "sentence-transformers", "peft", "faiss-cpu", "faiss-gpu")
+PACKAGES = (
+    "aa-harness",
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "rank-bm25",
+    "torch",
+    "transformers",
+    "sentence-transformers",
+    "peft",
+    "faiss-cpu",
+    "faiss-gpu",
+)
 
 CODE_PATHS = ("harness", "plugins", "pyproject.toml")
 
@@ -79,8 +91,13 @@ def git_commit() -> str:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=checkout, capture_output=True, text=True, timeout=10)
         if head.returncode != 0:
             return "unknown"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS], cwd=checkout,
-                               capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS],
+            cwd=checkout,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"

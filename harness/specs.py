@@ -2,6 +2,7 @@
 
 Nothing here imports a system's code; listing systems and collections stays torch-free.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -7,6 +7,7 @@ the harness's home (`<home>/user.key`, mode 0600) and never in a cache or result
 others may hand over. A file made under another key (another user, another machine) is simply
 not trusted: the work is done again.
 """
+
 from __future__ import annotations
 
 import hashlib

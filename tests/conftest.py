@@ -47,15 +47,26 @@ def write_jsonl(path: Path, records, *, gz: bool = False) -> Path:
 
 
 def doc(i, author, genre, text=None):
-    return {"documentID": f"d{i}", "authorIDs": [author], "genre": genre,
-            "fullText": text or f"text number {i} by {author} about {genre}"}
+    return {
+        "documentID": f"d{i}",
+        "authorIDs": [author],
+        "genre": genre,
+        "fullText": text or f"text number {i} by {author} about {genre}",
+    }
 
 
 @pytest.fixture
 def small_collection_file(tmp_path):
     """Two multi-genre authors, one single-genre author, as a canonical JSONL file."""
-    recs = [doc(1, "a", "g1"), doc(2, "a", "g2"), doc(3, "a", "g2"), doc(4, "b", "g1"), doc(5, "b", "g3"),
-            doc(6, "c", "g1"), doc(7, "c", "g1")]
+    recs = [
+        doc(1, "a", "g1"),
+        doc(2, "a", "g2"),
+        doc(3, "a", "g2"),
+        doc(4, "b", "g1"),
+        doc(5, "b", "g3"),
+        doc(6, "c", "g1"),
+        doc(7, "c", "g1"),
+    ]
     return write_jsonl(tmp_path / "small.jsonl", recs)
 
 
@@ -95,8 +106,9 @@ def isolated_cache(tmp_path, monkeypatch):
 
 
 # torch 2.11's varlen_attn keywords: a (-1, 0) window for causal, a scale, no enable_gqa
-VARLEN_2_11 = frozenset({"query", "key", "value", "cu_seq_q", "cu_seq_k", "max_q", "max_k", "return_aux", "scale",
-                         "window_size"})
+VARLEN_2_11 = frozenset(
+    {"query", "key", "value", "cu_seq_q", "cu_seq_k", "max_q", "max_k", "return_aux", "scale", "window_size"}
+)
 
 
 @pytest.fixture

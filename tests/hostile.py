@@ -5,6 +5,7 @@ them and counts them by subject and verdict. Verdicts:
 - "clear error": exit 2 (or a HarnessError), one `aa-harness: error:` line, no traceback, nothing written;
 - "held": the command does the right thing anyway (the attack has no effect on what is shown).
 """
+
 from __future__ import annotations
 
 import gzip

@@ -7,6 +7,7 @@ A case is a test carrying `@pytest.mark.hostile(subject, verdict)` (see tests/ho
 verdict is what it asserts: "clear error" (exit 2, one `aa-harness: error:` line, no traceback,
 nothing written) or "held" (the attack changes nothing that is shown or kept).
 """
+
 from __future__ import annotations
 
 import sys
@@ -16,9 +17,16 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-FILES = ["test_results_verification.py", "test_manifest_verification.py", "test_plugin_containment.py",
-         "test_output_sets.py", "test_one_line_errors.py", "test_model_cards.py", "test_embedding_cache.py",
-         "test_trec_format.py"]
+FILES = [
+    "test_results_verification.py",
+    "test_manifest_verification.py",
+    "test_plugin_containment.py",
+    "test_output_sets.py",
+    "test_one_line_errors.py",
+    "test_model_cards.py",
+    "test_embedding_cache.py",
+    "test_trec_format.py",
+]
 
 
 class Tally:

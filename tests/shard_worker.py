@@ -1,4 +1,5 @@
 """Run by tests under torchrun (gloo on CPU): sharded encoding against one process's encoding."""
+
 import sys
 from pathlib import Path
 

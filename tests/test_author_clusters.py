@@ -7,24 +7,15 @@ from harness.reports.significance import compare_results, query_author_clusters
 
 
 def test_one_author_is_one_cluster_whatever_the_seed():
-    got = author_clusters(
-        {(0, "q1"): ("a",), (1, "q1"): ("a",), (1, "q7"): ("a",), (0, "q2"): ("b",)}
-    )
-    assert (
-        got[(0, "q1")] == got[(1, "q1")] == got[(1, "q7")] == "a"
-        and got[(0, "q2")] == "b"
-    )
+    got = author_clusters({(0, "q1"): ("a",), (1, "q1"): ("a",), (1, "q7"): ("a",), (0, "q2"): ("b",)})
+    assert got[(0, "q1")] == got[(1, "q1")] == got[(1, "q7")] == "a" and got[(0, "q2")] == "b"
 
 
 def test_co_authored_queries_join_their_authors_transitively():
-    got = author_clusters(
-        {"x": ("c", "b"), "y": ("b",), "z": ("d", "c"), "w": ("e",), "v": ("d",)}
-    )
+    got = author_clusters({"x": ("c", "b"), "y": ("b",), "z": ("d", "c"), "w": ("e",), "v": ("d",)})
     assert {got[k] for k in "xyzv"} == {"b"} and got["w"] == "e"
     # the name does not depend on the order the queries come in
-    assert author_clusters(
-        dict(reversed(list({"z": ("d", "c"), "x": ("c", "b")}.items())))
-    ) == {"z": "b", "x": "b"}
+    assert author_clusters(dict(reversed(list({"z": ("d", "c"), "x": ("c", "b")}.items())))) == {"z": "b", "x": "b"}
 
 
 def test_an_author_repeated_over_seeds_widens_the_interval_and_the_p():
@@ -36,9 +27,7 @@ def test_an_author_repeated_over_seeds_widens_the_interval_and_the_p():
     naive = paired_test(a, b, by_seed)
     clustered = paired_test(a, b, by_author)
     assert naive.n_clusters == 24 and clustered.n_clusters == 6
-    assert (
-        clustered.p_value > naive.p_value and clustered.p_value > 0.05 > naive.p_value
-    )
+    assert clustered.p_value > naive.p_value and clustered.p_value > 0.05 > naive.p_value
 
 
 def _write_manifest(folder, seed, queries, needles=None):
@@ -89,11 +78,17 @@ def test_a_needle_shared_by_two_authors_queries_joins_them_across_seeds(tmp_path
     cluster, in every seed, though no query of theirs is co-authored; c stays apart."""
     from harness.evaluation.author_clusters import needle_ties
 
-    _write_manifest(tmp_path / "c", 0, [("q1", ["a"]), ("q2", ["b"]), ("q3", ["c"])],
-                    {"q1": ["n1", "n2"], "q2": ["n1"], "q3": ["n3"]})
+    _write_manifest(
+        tmp_path / "c",
+        0,
+        [("q1", ["a"]), ("q2", ["b"]), ("q3", ["c"])],
+        {"q1": ["n1", "n2"], "q2": ["n1"], "q3": ["n3"]},
+    )
     _write_manifest(tmp_path / "c", 1, [("q1", ["a"]), ("q4", ["b"])], {"q1": ["n2"], "q4": ["n4"]})
     got = query_author_clusters("c", [0, 1], tmp_path)
     assert got[(0, "q1")] == got[(0, "q2")] == got[(1, "q1")] == got[(1, "q4")] == "a"
     assert got[(0, "q3")] == "c"
     assert len(set(query_author_clusters("c", [1], tmp_path).values())) == 2  # seed 1 alone shares no needle
-    assert needle_ties({"q1": ["n1"], "q2": ["n1"], "q3": ["n1"]}, {"q1": ["b"], "q2": ["a"], "q3": ["a"]}) == [("a", "b")]
+    assert needle_ties({"q1": ["n1"], "q2": ["n1"], "q3": ["n1"]}, {"q1": ["b"], "q2": ["a"], "q3": ["a"]}) == [
+        ("a", "b")
+    ]

@@ -1,4 +1,5 @@
 """Each kind of bad input gets a clear error naming where and what, and writes nothing."""
+
 import gzip
 
 import pytest
@@ -11,8 +12,9 @@ from tests.conftest import doc, write_jsonl
 
 
 def _run(tmp_path, *args):
-    return main(["run", *args, "--runs-dir", str(tmp_path / "runs"), "--splits-dir", str(tmp_path / "splits"),
-                 "--no-progress"])
+    return main(
+        ["run", *args, "--runs-dir", str(tmp_path / "runs"), "--splits-dir", str(tmp_path / "splits"), "--no-progress"]
+    )
 
 
 def _nothing_written(tmp_path):
@@ -20,7 +22,9 @@ def _nothing_written(tmp_path):
 
 
 def test_malformed_json_names_file_and_line(tmp_path, capsys):
-    path = write_jsonl(tmp_path / "bad.jsonl.gz", [doc(1, "a", "g1"), '{"documentID": "d2", oops', doc(3, "a", "g2")], gz=True)
+    path = write_jsonl(
+        tmp_path / "bad.jsonl.gz", [doc(1, "a", "g1"), '{"documentID": "d2", oops', doc(3, "a", "g2")], gz=True
+    )
     assert _run(tmp_path, "bm25", "--collection", str(path)) == 2
     err = capsys.readouterr().err
     assert f"{path}:2: malformed JSON" in err
@@ -113,5 +117,6 @@ def test_a_text_of_invisible_characters_is_empty(tmp_path, text):
     path = write_jsonl(tmp_path / "c.jsonl", [doc(1, "a", "g1"), doc(2, "a", "g2", text=text)])
     with pytest.raises(DataError, match=r"c\.jsonl:2: document 'd2' has an empty 'fullText' \(nothing but spaces"):
         load_collection("c", [path])
-    assert load_collection("c", [write_jsonl(tmp_path / "ok.jsonl", [doc(1, "a", "g1"),
-                                                                     doc(2, "a", "g2", text="\u200bé")])])
+    assert load_collection(
+        "c", [write_jsonl(tmp_path / "ok.jsonl", [doc(1, "a", "g1"), doc(2, "a", "g2", text="\u200bé")])]
+    )

@@ -3,6 +3,7 @@
 Most tests copy a committed demo run (leaderboards/runs/demo/bm25, on the committed splits)
 into a temporary folder and damage it, so they rank nothing and run in well under a second.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,17 @@ COMMITTED = ROOT / "leaderboards" / "runs"
 
 
 def _run(tmp_path, *args, runs=None, splits=None):
-    return main(["run", *args, "--runs-dir", str(runs or tmp_path / "runs"),
-                 "--splits-dir", str(splits or tmp_path / "splits"), "--no-progress"])
+    return main(
+        [
+            "run",
+            *args,
+            "--runs-dir",
+            str(runs or tmp_path / "runs"),
+            "--splits-dir",
+            str(splits or tmp_path / "splits"),
+            "--no-progress",
+        ]
+    )
 
 
 def _copy_run(tmp_path, run="bm25", collection="demo", as_name=None):
@@ -43,8 +53,19 @@ def _copy_run(tmp_path, run="bm25", collection="demo", as_name=None):
 
 
 def _leaderboard(tmp_path, runs=None, out=None, *extra):
-    return main(["leaderboard", "--runs-dir", str(runs or tmp_path / "runs"), "--out", str(out or tmp_path / "lb"),
-                 "--splits-dir", str(SPLITS), "--no-plots", *extra])
+    return main(
+        [
+            "leaderboard",
+            "--runs-dir",
+            str(runs or tmp_path / "runs"),
+            "--out",
+            str(out or tmp_path / "lb"),
+            "--splits-dir",
+            str(SPLITS),
+            "--no-plots",
+            *extra,
+        ]
+    )
 
 
 def _registry(*plugins):
@@ -54,8 +75,9 @@ def _registry(*plugins):
 def _job(tmp_path, **kw):
     from harness.runs.run_job import RunJob
 
-    base = dict(systems=["bm25"], collection="demo", seeds=[0], runs_dir=tmp_path / "runs", splits_dir=SPLITS,
-                progress=False)
+    base = dict(
+        systems=["bm25"], collection="demo", seeds=[0], runs_dir=tmp_path / "runs", splits_dir=SPLITS, progress=False
+    )
     return RunJob(**{**base, **kw})
 
 
@@ -107,10 +129,16 @@ class FakePlugin:
     @hookimpl
     def register_systems(self, register):
         register(SystemSpec("fake-ranker", f"{__name__}:FakeRanker", "plugins.bm25.config:BM25Config"))
-        register(SystemSpec("fake-encoder", f"{__name__}:FakeEncoder", "plugins.bm25.config:BM25Config",
-                            capabilities=("encode",)))
-        register(SystemSpec("fake-reranker", f"{__name__}:FakeReranker", "plugins.bm25.config:BM25Config",
-                            capabilities=("rerank",)))
+        register(
+            SystemSpec(
+                "fake-encoder", f"{__name__}:FakeEncoder", "plugins.bm25.config:BM25Config", capabilities=("encode",)
+            )
+        )
+        register(
+            SystemSpec(
+                "fake-reranker", f"{__name__}:FakeReranker", "plugins.bm25.config:BM25Config", capabilities=("rerank",)
+            )
+        )
 
 
 @pytest.fixture
@@ -125,8 +153,9 @@ def fake(monkeypatch):
 # --- 1. run names --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["../../../../tmp/pwn", "ABSOLUTE", "../demo/bm25", ".", "..", "a/b", "", ".hidden",
-                                  "a\\b", "x y"])
+@pytest.mark.parametrize(
+    "name", ["../../../../tmp/pwn", "ABSOLUTE", "../demo/bm25", ".", "..", "a/b", "", ".hidden", "a\\b", "x y"]
+)
 def test_run_name_must_be_one_safe_path_component(tmp_path, capsys, name):
     # "ABSOLUTE" stands for an absolute path (the issue's /etc/x), kept inside tmp_path should the check ever break
     name = str(tmp_path / "etc" / "x") if name == "ABSOLUTE" else name
@@ -149,8 +178,17 @@ def test_rerank_run_names_are_checked_too(tmp_path, fake):
 
     _copy_run(tmp_path)
     for kw in ({"run_name": "../../escape"}, {"first_stage": "../bm25"}):
-        job = RerankJob(**{"system": "fake-reranker", "first_stage": "bm25", "collection": "demo", "seeds": [0],
-                           "runs_dir": tmp_path / "runs", "splits_dir": SPLITS, **kw})
+        job = RerankJob(
+            **{
+                "system": "fake-reranker",
+                "first_stage": "bm25",
+                "collection": "demo",
+                "seeds": [0],
+                "runs_dir": tmp_path / "runs",
+                "splits_dir": SPLITS,
+                **kw,
+            }
+        )
         with pytest.raises(HarnessError, match="is not allowed"):
             rerank_job(fake, job, log=_quiet)
     assert not (tmp_path / "escape").exists()
@@ -204,7 +242,9 @@ def test_encoder_returning_fewer_vectors_than_texts_is_an_error(tmp_path, fake):
     from harness.runs.run_job import run_job
 
     Behaviour.encode = lambda docs: np.ones((max(len(docs) - 5, 1), 4))  # zip would drop 5 queries silently
-    with pytest.raises(HarnessError, match=r"system 'fake-encoder': encode\(\) .* returned \d+ vectors for \d+ documents"):
+    with pytest.raises(
+        HarnessError, match=r"system 'fake-encoder': encode\(\) .* returned \d+ vectors for \d+ documents"
+    ):
         run_job(fake, _job(tmp_path, systems=["fake-encoder"]), log=_quiet)
     assert not list(tmp_path.rglob("seed-*"))
 
@@ -346,8 +386,14 @@ def test_rerank_with_a_deleted_first_stage_rankings_file_is_an_error(tmp_path, f
 
     run = _copy_run(tmp_path)
     (run / "seed-0.rankings.jsonl.gz").unlink()
-    job = RerankJob(system="fake-reranker", first_stage="bm25", collection="demo", seeds=[0],
-                    runs_dir=tmp_path / "runs", splits_dir=SPLITS)
+    job = RerankJob(
+        system="fake-reranker",
+        first_stage="bm25",
+        collection="demo",
+        seeds=[0],
+        runs_dir=tmp_path / "runs",
+        splits_dir=SPLITS,
+    )
     with pytest.raises(HarnessError, match="rankings file not found"):
         rerank_job(fake, job, log=_quiet)
 
@@ -357,8 +403,16 @@ def test_rerank_with_a_deleted_first_stage_rankings_file_is_an_error(tmp_path, f
 
 def _coauthored(tmp_path):
     recs = [{**doc(0, "a", "g1"), "authorIDs": ["a", "b"]}]  # a and b wrote d0 together
-    recs += [doc(1, "a", "g2"), doc(2, "a", "g3"), doc(3, "b", "g2"), doc(4, "b", "g1"), doc(5, "c", "g1"),
-             doc(6, "c", "g3"), doc(7, "d", "g1"), doc(8, "e", "g2")]
+    recs += [
+        doc(1, "a", "g2"),
+        doc(2, "a", "g3"),
+        doc(3, "b", "g2"),
+        doc(4, "b", "g1"),
+        doc(5, "c", "g1"),
+        doc(6, "c", "g3"),
+        doc(7, "d", "g1"),
+        doc(8, "e", "g2"),
+    ]
     return write_jsonl(tmp_path / "co.jsonl", recs)
 
 
@@ -418,8 +472,15 @@ def _tampered_manifest(tmp_path, change):
     needles = {k: list(v) for k, v in split.needles.items()}
     queries = list(split.queries)
     change(collection, split, needles, queries)
-    bad = Split(split.collection, split.seed, tuple(queries), split.candidates, {k: tuple(v) for k, v in needles.items()},
-                split.builder, split.source_sha256)
+    bad = Split(
+        split.collection,
+        split.seed,
+        tuple(queries),
+        split.candidates,
+        {k: tuple(v) for k, v in needles.items()},
+        split.builder,
+        split.source_sha256,
+    )
     write_manifest(bad, tmp_path / "splits")  # the hash is recomputed: only the content is wrong
     return collection
 
@@ -430,8 +491,9 @@ def test_manifest_with_a_needle_of_another_author_is_refused(tmp_path):
     def swap(collection, split, needles, queries):
         q = queries[0]
         docs = collection.documents
-        other = next(c for c in split.candidates
-                     if not set(docs[c].authorIDs) & set(q.authorIDs) and docs[c].genre != q.genre)
+        other = next(
+            c for c in split.candidates if not set(docs[c].authorIDs) & set(q.authorIDs) and docs[c].genre != q.genre
+        )
         needles[q.documentID][0] = other
 
     collection = _tampered_manifest(tmp_path, swap)
@@ -480,11 +542,14 @@ def test_char_ngram_bad_counts_are_config_errors(tmp_path, capsys, setting):
     assert "CharNgramConfig" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("content,message", [
-    (b"\xff\xfe{}", "not UTF-8"),
-    (b"[1, 2]", "must be a JSON object"),
-    (b'{"schema_version": 1}', "lacks field"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b"\xff\xfe{}", "not UTF-8"),
+        (b"[1, 2]", "must be a JSON object"),
+        (b'{"schema_version": 1}', "lacks field"),
+    ],
+)
 def test_bad_result_files_are_errors_naming_the_file(tmp_path, capsys, content, message):
     run = _copy_run(tmp_path)
     (run / "seed-0.json").write_bytes(content)
@@ -503,13 +568,25 @@ def test_result_lacking_per_genre_is_an_error(tmp_path, capsys):
     assert "per_genre" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("behaviour,message", [
-    (lambda qs, cs, k: 1 / 0, r"rank\(\) failed: ZeroDivisionError"),
-    (lambda qs, cs, k: {q.documentID: [c.documentID for c in cs[:k]] for q in qs}, "expected \\(candidateID, score\\) pairs"),
-    (lambda qs, cs, k: {q.documentID: [(c.documentID, "0.5") for c in cs[:k]] for q in qs}, "non-numeric score '0.5'"),
-    (lambda qs, cs, k: {q.documentID: [(c.documentID, None) for c in cs[:k]] for q in qs}, "non-numeric score None"),
-    (lambda qs, cs, k: None, "must return a mapping"),
-])
+@pytest.mark.parametrize(
+    "behaviour,message",
+    [
+        (lambda qs, cs, k: 1 / 0, r"rank\(\) failed: ZeroDivisionError"),
+        (
+            lambda qs, cs, k: {q.documentID: [c.documentID for c in cs[:k]] for q in qs},
+            "expected \\(candidateID, score\\) pairs",
+        ),
+        (
+            lambda qs, cs, k: {q.documentID: [(c.documentID, "0.5") for c in cs[:k]] for q in qs},
+            "non-numeric score '0.5'",
+        ),
+        (
+            lambda qs, cs, k: {q.documentID: [(c.documentID, None) for c in cs[:k]] for q in qs},
+            "non-numeric score None",
+        ),
+        (lambda qs, cs, k: None, "must return a mapping"),
+    ],
+)
 def test_broken_rank_output_is_an_error_naming_the_system(tmp_path, capsys, fake, behaviour, message):
     from harness.runs.run_job import run_job
 
@@ -554,11 +631,17 @@ def test_a_plugin_that_fails_to_import_is_reported_and_systems_still_lists(tmp_p
     site = tmp_path / "site"
     (site / "aa_broken_plugin-0.1.dist-info").mkdir(parents=True)
     (site / "aa_broken_plugin.py").write_text("raise ImportError('needs a library that is not installed')\n")
-    (site / "aa_broken_plugin-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: aa-broken-plugin\nVersion: 0.1\n")
-    (site / "aa_broken_plugin-0.1.dist-info" / "entry_points.txt").write_text("[aa_harness]\nbroken = aa_broken_plugin\n")
+    (site / "aa_broken_plugin-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: aa-broken-plugin\nVersion: 0.1\n"
+    )
+    (site / "aa_broken_plugin-0.1.dist-info" / "entry_points.txt").write_text(
+        "[aa_harness]\nbroken = aa_broken_plugin\n"
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
     env.pop("AA_HARNESS_DISABLE_PLUGIN_AUTOLOAD", None)
-    proc = subprocess.run([sys.executable, "-m", "harness", "systems"], cwd=ROOT, env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "systems"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     assert "bm25" in proc.stdout
     assert "broken (package aa-broken-plugin)" in proc.stderr and "not installed" in proc.stderr
@@ -588,8 +671,15 @@ def test_genre_labels_are_compared_after_normalising_whitespace(tmp_path):
     from harness.data.collection import load_collection
     from harness.evaluation.splits import build_split
 
-    recs = [doc(1, "a", "blog"), doc(2, "a", " blog"), doc(3, "a", "news"), doc(4, "a", "blog\n"),
-            doc(5, "b", "blog"), doc(6, "b", "news "), doc(7, "c", " news")]
+    recs = [
+        doc(1, "a", "blog"),
+        doc(2, "a", " blog"),
+        doc(3, "a", "news"),
+        doc(4, "a", "blog\n"),
+        doc(5, "b", "blog"),
+        doc(6, "b", "news "),
+        doc(7, "c", " news"),
+    ]
     collection = load_collection("g", [write_jsonl(tmp_path / "g.jsonl", recs)])
     assert {d.genre for d in collection.documents.values()} == {"blog", "news"}
     for seed in range(6):
@@ -628,11 +718,18 @@ def test_a_writer_killed_with_sigkill_leaves_a_tmp_file_that_the_next_write_remo
     from harness.atomic import atomic_write_text
 
     target = tmp_path / "seed-0.rankings.jsonl.gz"
-    code = ("import sys, time; from harness.atomic import atomic_open\n"
-            f"with atomic_open({str(target)!r}, 'w', gz=True) as f:\n"
-            "    f.write('partial'); f.flush(); print('writing', flush=True); time.sleep(60)\n")
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    code = (
+        "import sys, time; from harness.atomic import atomic_open\n"
+        f"with atomic_open({str(target)!r}, 'w', gz=True) as f:\n"
+        "    f.write('partial'); f.flush(); print('writing', flush=True); time.sleep(60)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     try:
         assert proc.stdout.readline().strip() == "writing"
     finally:

@@ -39,7 +39,10 @@ def test_tokenizer_lowercases_and_drops_punctuation():
 def test_system_ranks_exact_duplicate_first():
     from harness.data.documents import Document
 
-    cands = [Document(f"c{i}", ("a",), t, "g") for i, t in enumerate(["red fox jumps", "blue whale swims", "green frog sits"])]
+    cands = [
+        Document(f"c{i}", ("a",), t, "g")
+        for i, t in enumerate(["red fox jumps", "blue whale swims", "green frog sits"])
+    ]
     q = Document("q", ("b",), "the blue whale", "h")
     ranked = BM25System(BM25Config()).rank([q], cands, 100)["q"]
     assert ranked[0][0] == "c1" and len(ranked) == 3

@@ -1,6 +1,7 @@
 """char-ngram counts every text once per collection and builds each pool's TF-IDF and scores from
 those counts: vectors, scores and rankings must be scikit-learn's TfidfVectorizer fitted on each
 pool, bit for bit (ties included), so the rankings are the per-seed-fit rankings."""
+
 from __future__ import annotations
 
 import random
@@ -29,8 +30,16 @@ def small_blocks(monkeypatch):
     monkeypatch.setattr(tfidf, "BLOCK_TERMS", 64)
 
 
-@pytest.mark.parametrize("overrides", [{}, {"max_features": 3000}, {"analyzer": "char_wb", "min_df": 1, "ngram_max": 3},
-                                       {"lowercase": True, "sublinear_tf": False}, {"ngram_max": 5}])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"max_features": 3000},
+        {"analyzer": "char_wb", "min_df": 1, "ngram_max": 3},
+        {"lowercase": True, "sublinear_tf": False},
+        {"ngram_max": 5},
+    ],
+)
 def test_pools_match_tfidfvectorizer_exactly(overrides, small_blocks):
     docs = [d.fullText for d in demo_documents()[:260]]
     docs[5] = ""  # an empty text
@@ -71,8 +80,10 @@ def test_rankings_equal_per_seed_refit_ties_included(small_blocks):
     # the same text under other ids: candidates tied with each other, and a query's own text in the pool
     twins = [replace(d, documentID=f"{d.documentID}-twin") for d in docs[:30:3]]
     # texts that only a later seed sees, with characters no earlier text has (the alphabet grows)
-    late = [replace(d, documentID=f"late-{i}", fullText=d.fullText.replace("e", "\u00e9").replace("a", "\u0101"))
-            for i, d in enumerate(docs[100:120])]
+    late = [
+        replace(d, documentID=f"late-{i}", fullText=d.fullText.replace("e", "\u00e9").replace("a", "\u0101"))
+        for i, d in enumerate(docs[100:120])
+    ]
     system = CharNgramSystem(CharNgramConfig())
     tied = 0
     for i, (queries, cands) in enumerate(_seeds(docs + twins)):

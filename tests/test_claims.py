@@ -1,4 +1,5 @@
 """docs/claims.md is what docs/gen_claims.py writes from the committed runs now."""
+
 import importlib.util
 
 import pytest
@@ -12,5 +13,6 @@ def test_committed_claims_page_is_current():
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
     assert (ROOT / "docs" / "claims.md").read_text(encoding="utf-8") == gen.render(), (
-        "docs/claims.md is stale: run `python docs/gen_claims.py`")
+        "docs/claims.md is stale: run `python docs/gen_claims.py`"
+    )
     assert "author clusters" in gen.render() and "(seed, query author)" in gen.render()

@@ -1,4 +1,5 @@
 """The CLI's listings and help: systems NAME, collections, export, help on every option."""
+
 from __future__ import annotations
 
 import argparse
@@ -53,8 +54,10 @@ def test_collections_finds_the_public_corpora(corpora, capsys):
 @pytest.mark.parametrize("fmt", ["csv", "json"])
 def test_export_writes_tables_and_per_query_ranks(tmp_path, fmt):
     runs = ROOT / "leaderboards" / "runs"
-    assert main(["export", "--runs-dir", str(runs), "--record", str(runs.parent), "--out", str(tmp_path),
-                 "--format", fmt]) == 0
+    assert (
+        main(["export", "--runs-dir", str(runs), "--record", str(runs.parent), "--out", str(tmp_path), "--format", fmt])
+        == 0
+    )
     files = {p.name for p in tmp_path.iterdir()}
     assert files == {f"leaderboard.{fmt}", f"per-seed.{fmt}", f"per-query.{fmt}"}
     if fmt == "csv":
@@ -80,8 +83,11 @@ def _actions(parser: argparse.ArgumentParser, path=()):
 
 
 def test_every_option_has_help():
-    missing = [f"{cmd} {'/'.join(a.option_strings) or a.dest}" for cmd, a in _actions(build_parser())
-               if not a.help or a.help == argparse.SUPPRESS]
+    missing = [
+        f"{cmd} {'/'.join(a.option_strings) or a.dest}"
+        for cmd, a in _actions(build_parser())
+        if not a.help or a.help == argparse.SUPPRESS
+    ]
     assert not missing, missing
 
 

@@ -3,6 +3,7 @@
 Every other test builds what it reads in a temporary folder. These check that the committed pages
 are what the committed runs give; the README's generated parts are checked in test_docs.py.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -14,17 +15,26 @@ from tests.conftest import ROOT
 
 @pytest.mark.slow
 def test_committed_tables_equal_regenerated(tmp_path):
-    write_leaderboards(ROOT / "leaderboards" / "runs", tmp_path, plots=False, reported=True,
-                       bench_dir=ROOT / "benchmarks" / "results", record=ROOT / "leaderboards")
+    write_leaderboards(
+        ROOT / "leaderboards" / "runs",
+        tmp_path,
+        plots=False,
+        reported=True,
+        bench_dir=ROOT / "benchmarks" / "results",
+        record=ROOT / "leaderboards",
+    )
     for name in ("main.md", "per-genre.md", "reported.md", "training.md", "rerank.md", "performance.md"):
         committed = (ROOT / "leaderboards" / name).read_text(encoding="utf-8")
         assert committed == (tmp_path / name).read_text(encoding="utf-8"), (
-            f"leaderboards/{name} differs from what `aa-harness leaderboard` generates; rerun it and commit")
+            f"leaderboards/{name} differs from what `aa-harness leaderboard` generates; rerun it and commit"
+        )
     pages = sorted(p.name for p in (tmp_path / "collections").glob("*.md"))
     assert pages == sorted(p.name for p in (ROOT / "leaderboards" / "collections").glob("*.md"))
     for name in pages:
         committed = (ROOT / "leaderboards" / "collections" / name).read_text(encoding="utf-8")
-        assert committed == (tmp_path / "collections" / name).read_text(encoding="utf-8"), f"collections/{name} is stale"
+        assert committed == (tmp_path / "collections" / name).read_text(encoding="utf-8"), (
+            f"collections/{name} is stale"
+        )
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ The slow test rebuilds the real files from the distributions in $AA_HARNESS_RAW_
 subfolder per distribution, named as `aa-harness data build --help` names them) and compares
 sha256 with the published files.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,6 +38,7 @@ def name_in(salt: str, lo: float, hi: float, prefix: str = "u") -> str:
 
 # ---------------------------------------------------------------- the file's bytes
 
+
 def test_gzip_bytes_are_deterministic_and_carry_the_header_given():
     body = canonical.jsonl_bytes([{"documentID": "d1", "authorIDs": ["a"], "fullText": "é ü", "genre": "g"}] * 50)
     data = canonical.gzip_bytes(body, "x.jsonl.gz.tmp", 1795653113)
@@ -58,8 +60,10 @@ def test_gzip_bytes_equal_what_gzip_open_wt_writes(tmp_path):
 
 
 def test_bucket_is_a_stable_draw_from_the_id():
-    assert rules.bucket("reddit-college", "alice") == int(
-        hashlib.sha256(b"reddit-college:alice").hexdigest()[:8], 16) / 2**32
+    assert (
+        rules.bucket("reddit-college", "alice")
+        == int(hashlib.sha256(b"reddit-college:alice").hexdigest()[:8], 16) / 2**32
+    )
     assert 0 <= rules.bucket("blogs-xl", "123") < 1
 
 
@@ -75,9 +79,9 @@ def test_decontamination_list_ships_as_package_data():
 
 # ---------------------------------------------------------------- reddit-college
 
+
 def thread(sid, author, created, title, text, comments=None):
-    return {"sid": sid, "title:": title, "text": text, "author": author, "created": created,
-            "comments": comments or {}}
+    return {"sid": sid, "title:": title, "text": text, "author": author, "created": created, "comments": comments or {}}
 
 
 def comment(author, created, text, replies=None):
@@ -96,8 +100,11 @@ def write_dat(root: Path, threads: dict[str, list[dict]]) -> Path:
 
 
 def test_reddit_chunks_are_350_to_600_words_without_quotes():
-    posts = [(1.0, words(500, "a"), "i1"), (2.0, "> " + words(900, "q") + "\n" + words(250, "b"), "i2"),
-             (3.0, words(1000, "c"), "i3")]
+    posts = [
+        (1.0, words(500, "a"), "i1"),
+        (2.0, "> " + words(900, "q") + "\n" + words(250, "b"), "i2"),
+        (3.0, words(1000, "c"), "i3"),
+    ]
     docs = reddit.chunks(posts)
     # 500 a: a document at once; 250 b wait; + 1000 c = 1250 -> 600, then 600, and 50 left over are dropped
     assert [len(d.split()) for d in docs] == [500, 600, 600]
@@ -113,10 +120,13 @@ def test_reddit_pools_by_hash_caps_roles_and_order(tmp_path):
     res = name_in("reddit-college", 0.0, 0.15, "res")
     bg = name_in("reddit-college", 0.5, 1.0, "bg")
     single_res = name_in("reddit-college", 0.0, 0.5, "sr")
-    by_user = {fg: [("College", i, f"t{i}") for i in range(10)] + [("Emory", 0, "e")],
-               tr: [("GradSchool", i, f"t{i}") for i in range(6)],
-               res: [("College", 0, "x"), ("Emory", 0, "y")],
-               bg: [("College", 0, "only")], single_res: [("Emory", 0, "only")]}
+    by_user = {
+        fg: [("College", i, f"t{i}") for i in range(10)] + [("Emory", 0, "e")],
+        tr: [("GradSchool", i, f"t{i}") for i in range(6)],
+        res: [("College", 0, "x"), ("Emory", 0, "y")],
+        bg: [("College", 0, "only")],
+        single_res: [("Emory", 0, "only")],
+    }
     train, xsub = reddit.pools(by_user)
     assert {r["role"] for r in xsub if r["authorIDs"] == [f"reddit:{fg}"]} == {"foreground"}
     assert len([r for r in xsub if r["authorIDs"] == [f"reddit:{fg}"]]) == 8
@@ -130,21 +140,36 @@ def test_reddit_pools_by_hash_caps_roles_and_order(tmp_path):
     import random
 
     random.Random(fg).shuffle(shuffled)
-    assert [r["documentID"] for r in xsub if r["authorIDs"] == [f"reddit:{fg}"]] == \
-        [f"reddit/{s}/{fg}/{i}" for s, i, _ in shuffled[:8]]
+    assert [r["documentID"] for r in xsub if r["authorIDs"] == [f"reddit:{fg}"]] == [
+        f"reddit/{s}/{fg}/{i}" for s, i, _ in shuffled[:8]
+    ]
     assert all(r["genre"] == "reddit:" + r["documentID"].split("/")[1] for r in xsub)
     assert list(xsub[0]) == ["documentID", "authorIDs", "fullText", "genre", "source", "role"]
 
 
 def test_reddit_build_reads_threads_once_and_skips_deleted_users(tmp_path):
     bg = name_in("reddit-college", 0.5, 1.0, "bg")
-    dat = write_dat(tmp_path, {"College": [
-        thread("s1", bg, 10, "Title", words(200, "t"), {
-            "c1": comment(bg, 11, words(200, "c"), {"c2": comment("AutoModerator", 12, words(400))}),
-            "c3": comment("[deleted]", 13, words(400)),
-            "c4": comment(bg, 14, "[removed]")}),
-        thread("s1", bg, 20, "Again", words(400, "dup")),      # the same thread id again: skipped
-    ], "Emory": [thread("s2", "someone", 30, "x", "y", {"c1": comment(bg, 31, words(999, "seen"))})]})
+    dat = write_dat(
+        tmp_path,
+        {
+            "College": [
+                thread(
+                    "s1",
+                    bg,
+                    10,
+                    "Title",
+                    words(200, "t"),
+                    {
+                        "c1": comment(bg, 11, words(200, "c"), {"c2": comment("AutoModerator", 12, words(400))}),
+                        "c3": comment("[deleted]", 13, words(400)),
+                        "c4": comment(bg, 14, "[removed]"),
+                    },
+                ),
+                thread("s1", bg, 20, "Again", words(400, "dup")),  # the same thread id again: skipped
+            ],
+            "Emory": [thread("s2", "someone", 30, "x", "y", {"c1": comment(bg, 31, words(999, "seen"))})],
+        },
+    )
     (dat / "College" / "broken.json").write_text("{not json", encoding="utf-8")
     out = reddit.build(dat)
     mine = [r for r in out["reddit-xsub"] if r["authorIDs"] == [f"reddit:{bg}"]]
@@ -155,6 +180,7 @@ def test_reddit_build_reads_threads_once_and_skips_deleted_users(tmp_path):
 
 # ---------------------------------------------------------------- Blog Authorship Corpus
 
+
 def blog_file(folder: Path, bid: str, posts: list[str], industry: str = "Arts", age: int = 23) -> None:
     body = "".join(f"<date>1{i},May,2004</date>\n<post>\n\n  {p}\n</post>\n\n" for i, p in enumerate(posts))
     (folder / f"{bid}.male.{age}.{industry}.Leo.xml").write_bytes(f"<Blog>\n\n{body}</Blog>\n".encode("latin-1"))
@@ -163,7 +189,8 @@ def blog_file(folder: Path, bid: str, posts: list[str], industry: str = "Arts", 
 def test_blog_posts_are_latin1_and_whitespace_collapsed(tmp_path):
     blog_file(tmp_path, "7", [words(150), "caf\xe9\xa0" + words(250), "x\n\t  " + words(400)])
     (tmp_path / "7.male.23.Arts.Leo.xml").write_bytes(
-        (tmp_path / "7.male.23.Arts.Leo.xml").read_bytes().replace(b"caf\xe9", b"caf\xc3\xa9"))
+        (tmp_path / "7.male.23.Arts.Leo.xml").read_bytes().replace(b"caf\xe9", b"caf\xc3\xa9")
+    )
     b = blogs.read_blogger(tmp_path / "7.male.23.Arts.Leo.xml")
     assert [p.words for p in b.posts] == [251, 401]  # the 150-word post does not count; U+00A0 splits
     assert b.posts[0].text.startswith("caf\xc3\xa9 w0") and b.posts[1].text.startswith("x w0")
@@ -177,16 +204,17 @@ def test_blog_subset_takes_bloggers_with_long_posts_for_training(tmp_path, monke
     for bid in ("91", "92", "93"):
         blog_file(tmp_path, bid, [words(700, f"s{bid}x{i}") for i in range(5)], industry="Banking")
     blog_file(tmp_path, "94", [words(250, f"short{i}") for i in range(2)], industry="Law")
-    blog_file(tmp_path, "95", [words(250)])                                    # one counted post: never chosen
+    blog_file(tmp_path, "95", [words(250)])  # one counted post: never chosen
     bloggers = [blogs.read_blogger(p) for p in sorted(tmp_path.glob("*.xml"))]
     train, background = blogs.subset(bloggers)
-    assert len(train) == 3 and len({r["authorIDs"][0] for r in train}) == 1        # 3 posts of one blogger
-    assert all(len(r["fullText"].split()) == 700 and r["genre"] == "blog:Banking" for r in train)   # uncut
-    assert len({r["authorIDs"][0] for r in background}) == 1 and "blogs:95" not in {r["authorIDs"][0] for r in
-                                                                                      background}
+    assert len(train) == 3 and len({r["authorIDs"][0] for r in train}) == 1  # 3 posts of one blogger
+    assert all(len(r["fullText"].split()) == 700 and r["genre"] == "blog:Banking" for r in train)  # uncut
+    assert len({r["authorIDs"][0] for r in background}) == 1 and "blogs:95" not in {
+        r["authorIDs"][0] for r in background
+    }
     assert list(train[0]) == ["documentID", "authorIDs", "fullText", "genre", "source"]
     assert [r["documentID"].rsplit("/", 1)[1] for r in train] == ["0", "1", "2"]
-    assert (train, background) == blogs.subset(bloggers)                         # seeded: the same every time
+    assert (train, background) == blogs.subset(bloggers)  # seeded: the same every time
 
 
 def test_blog_larger_pools_by_hash_with_caps_and_cut(tmp_path):
@@ -198,18 +226,28 @@ def test_blog_larger_pools_by_hash_with_caps_and_cut(tmp_path):
     blog_file(tmp_path, tr, [words(360, f"t{i}") for i in range(6)])
     blog_file(tmp_path, res, [words(400, f"r{i}") for i in range(3)])
     blog_file(tmp_path, bg, [words(250, f"b{i}") for i in range(4)])
-    blog_file(tmp_path, "5", [words(199)])                                     # no post counts: nowhere
-    blog_file(tmp_path, "6", [words(400, f"x{i}") for i in range(3)])          # taken by the subset
+    blog_file(tmp_path, "5", [words(199)])  # no post counts: nowhere
+    blog_file(tmp_path, "6", [words(400, f"x{i}") for i in range(3)])  # taken by the subset
     bloggers = [blogs.read_blogger(p) for p in sorted(tmp_path.glob("*.xml"), key=lambda p: p.name)]
     train_xl, xtopic = blogs.larger_pools(bloggers, {"6"})
-    assert [r["role"] for r in xtopic] == ["foreground"] * 8 + ["background"] * 2   # foreground first, caps
+    assert [r["role"] for r in xtopic] == ["foreground"] * 8 + ["background"] * 2  # foreground first, caps
     assert {r["authorIDs"][0] for r in xtopic} == {f"blogs:{fg}", f"blogs:{bg}"}
-    assert all(len(r["fullText"].split()) == 600 for r in xtopic[:8])             # cut at 600 words
+    assert all(len(r["fullText"].split()) == 600 for r in xtopic[:8])  # cut at 600 words
     assert [r["authorIDs"][0] for r in train_xl] == [f"blogs:{tr}"] * 4 and train_xl[0]["role"] == "train"
-    assert f"blogs:{res}" not in {r["authorIDs"][0] for r in xtopic + train_xl}    # reserved
+    assert f"blogs:{res}" not in {r["authorIDs"][0] for r in xtopic + train_xl}  # reserved
     r = xtopic[0]
-    assert list(r) == ["documentID", "authorIDs", "fullText", "genre", "source", "industry", "date", "gender", "age",
-                       "role"]
+    assert list(r) == [
+        "documentID",
+        "authorIDs",
+        "fullText",
+        "genre",
+        "source",
+        "industry",
+        "date",
+        "gender",
+        "age",
+        "role",
+    ]
     assert r["genre"] == "blog" and r["age"] == 23 and r["gender"] == "male" and r["date"].endswith(",May,2004")
 
 
@@ -226,6 +264,7 @@ def test_blog_build_keeps_the_subset_out_of_the_larger_pools(tmp_path, monkeypat
 
 # ---------------------------------------------------------------- PAN
 
+
 def write_pan(root: Path, texts: dict[str, str] | None = None, folder: str = pan.PAN19_FOLDER) -> Path:
     base = root / folder
     problems = [f"problem0000{i}" for i in range(1, 6)]
@@ -239,12 +278,15 @@ def write_pan(root: Path, texts: dict[str, str] | None = None, folder: str = pan
             (base / p / cand).mkdir(parents=True)
             for k in ("known00002", "known00001"):
                 (base / p / cand / f"{k}.txt").write_bytes(
-                    texts.get(f"{p}/{cand}/{k}", f"{p} {cand} {k}\r\nline two\r").encode())
+                    texts.get(f"{p}/{cand}/{k}", f"{p} {cand} {k}\r\nline two\r").encode()
+                )
         (base / p / "unknown").mkdir()
         for u in ("unknown00001", "unknown00002"):
             (base / p / "unknown" / f"{u}.txt").write_text(texts.get(f"{p}/unknown/{u}", f"{p} {u}"), encoding="utf-8")
-        gt = [{"unknown-text": "unknown00002.txt", "true-author": "candidate00001"},
-              {"unknown-text": "unknown00001.txt", "true-author": "<UNK>"}]
+        gt = [
+            {"unknown-text": "unknown00002.txt", "true-author": "candidate00001"},
+            {"unknown-text": "unknown00001.txt", "true-author": "<UNK>"},
+        ]
         (base / p / "ground-truth.json").write_text(json.dumps({"ground_truth": gt}), encoding="utf-8")
         fandoms = [{"true-author": "candidate00001", "known-text": "known00001", "fandom": "fandom7"}]
         (base / p / "fandom-info.json").write_text(json.dumps(fandoms), encoding="utf-8")
@@ -256,30 +298,42 @@ def test_pan_records_order_ids_and_genres(tmp_path):
     recs = pan.build_pan19(folder)["pan19-en"]
     assert len(recs) == 5 * 6
     first = [r["documentID"] for r in recs[:6]]
-    assert first == ["pan19/problem00001/candidate00001/known00001", "pan19/problem00001/candidate00001/known00002",
-                     "pan19/problem00001/candidate00002/known00001", "pan19/problem00001/candidate00002/known00002",
-                     "pan19/problem00001/unknown/unknown00002", "pan19/problem00001/unknown/unknown00001"]
-    assert [r["genre"] for r in recs[:6]] == ["fandom7"] + ["problem00001:known"] * 3 + \
-        ["problem00001:target-fandom"] * 2
+    assert first == [
+        "pan19/problem00001/candidate00001/known00001",
+        "pan19/problem00001/candidate00001/known00002",
+        "pan19/problem00001/candidate00002/known00001",
+        "pan19/problem00001/candidate00002/known00002",
+        "pan19/problem00001/unknown/unknown00002",
+        "pan19/problem00001/unknown/unknown00001",
+    ]
+    assert [r["genre"] for r in recs[:6]] == ["fandom7"] + ["problem00001:known"] * 3 + [
+        "problem00001:target-fandom"
+    ] * 2
     assert recs[4]["authorIDs"] == ["pan19:problem00001/candidate00001"]
     assert recs[5]["authorIDs"] == ["pan19:problem00001/UNK-unknown00001"]
-    assert recs[0]["fullText"] == "problem00001 candidate00001 known00001\nline two\n"   # universal newlines
+    assert recs[0]["fullText"] == "problem00001 candidate00001 known00001\nline two\n"  # universal newlines
     assert not any("problem00006" in r["documentID"] for r in recs) and recs[0]["source"] == "pan19-en"
 
 
 def test_pan19_second_release_merges_near_copy_authors_and_drops_the_copy(tmp_path):
     story = words(300, "story")
-    folder = pan.SOURCES[0].locate(write_pan(tmp_path, {
-        "problem00002/candidate00002/known00001": story, "problem00004/unknown/unknown00002": story + " the end"}))
+    folder = pan.SOURCES[0].locate(
+        write_pan(
+            tmp_path,
+            {"problem00002/candidate00002/known00001": story, "problem00004/unknown/unknown00002": story + " the end"},
+        )
+    )
     out = pan.build_pan19(folder)
     v1, v2 = out["pan19-en"], out["pan19-en.v2"]
     assert len(v2) == len(v1) - 1
-    assert "pan19/problem00004/unknown/unknown00002" not in {r["documentID"] for r in v2}   # the larger id
+    assert "pan19/problem00004/unknown/unknown00002" not in {r["documentID"] for r in v2}  # the larger id
     # problem00004/candidate00001 wrote the dropped copy: it is the same person as problem00002/candidate00002
-    assert {tuple(r["authorIDs"]) for r in v2 if r["documentID"].startswith("pan19/problem00004/candidate00001")} \
-        == {("pan19:problem00002/candidate00002",)}
-    assert [r["documentID"] for r in v2] == [r["documentID"] for r in v1 if r["documentID"] !=
-                                             "pan19/problem00004/unknown/unknown00002"]
+    assert {tuple(r["authorIDs"]) for r in v2 if r["documentID"].startswith("pan19/problem00004/candidate00001")} == {
+        ("pan19:problem00002/candidate00002",)
+    }
+    assert [r["documentID"] for r in v2] == [
+        r["documentID"] for r in v1 if r["documentID"] != "pan19/problem00004/unknown/unknown00002"
+    ]
 
 
 def test_enron_files_in_order_stripped(tmp_path):
@@ -288,12 +342,17 @@ def test_enron_files_in_order_stripped(tmp_path):
         (tmp_path / who / "2.txt").write_bytes(b"  second\r\nbad \xff byte\n\n")
         (tmp_path / who / "1.txt").write_bytes(b"first")
     recs = enron.build(tmp_path)["enron"]
-    assert [r["documentID"] for r in recs] == ["enron/a-sender/1.txt", "enron/a-sender/2.txt", "enron/b-sender/1.txt",
-                                               "enron/b-sender/2.txt"]
+    assert [r["documentID"] for r in recs] == [
+        "enron/a-sender/1.txt",
+        "enron/a-sender/2.txt",
+        "enron/b-sender/1.txt",
+        "enron/b-sender/2.txt",
+    ]
     assert recs[1]["fullText"] == "second\nbad \ufffd byte" and recs[0]["authorIDs"] == ["enron:a-sender"]
 
 
 # ---------------------------------------------------------------- the command: checks, bad input, writes
+
 
 def test_a_build_that_differs_from_the_published_file_writes_nothing(tmp_path, capsys):
     bg = name_in("reddit-college", 0.5, 1.0, "bg")
@@ -306,17 +365,27 @@ def test_a_build_that_differs_from_the_published_file_writes_nothing(tmp_path, c
     assert "nothing written" in line and not out.exists()
 
 
-@pytest.mark.parametrize("name, make, expect", [
-    ("reddit-xsub", lambda d: (d / "College").mkdir(parents=True), "missing ApplyingToCollege, AskAcademia"),
-    ("blogs-xtopic", lambda d: blog_file(d, "1", ["x"]), "1 blog files, expected the corpus's 19,320"),
-    ("blogs-xtopic", lambda d: (d / "a.txt").write_text("x"), "expected 19,320 files <id>.<gender>.<age>"),
-    ("pan19-en.v2", lambda d: (d / "x").mkdir(), "expected collection-info.json"),
-    ("pan19-en.v2", lambda d: (d / "collection-info.json").write_text('[{"problem-name": "p1"}]'),
-     "expected field 'language'"),
-    ("pan18-en", lambda d: write_pan(d, folder=pan.PAN18_FOLDER), "not the PAN 2018 cross-domain attribution "
-     "training set: expected English problems problem00001, problem00002, found problem00001, problem00002, problem00003"),
-    ("enron", lambda d: (d / "alice").mkdir() or (d / "alice" / "1.txt").write_text("x"), "1 sender folders"),
-])
+@pytest.mark.parametrize(
+    "name, make, expect",
+    [
+        ("reddit-xsub", lambda d: (d / "College").mkdir(parents=True), "missing ApplyingToCollege, AskAcademia"),
+        ("blogs-xtopic", lambda d: blog_file(d, "1", ["x"]), "1 blog files, expected the corpus's 19,320"),
+        ("blogs-xtopic", lambda d: (d / "a.txt").write_text("x"), "expected 19,320 files <id>.<gender>.<age>"),
+        ("pan19-en.v2", lambda d: (d / "x").mkdir(), "expected collection-info.json"),
+        (
+            "pan19-en.v2",
+            lambda d: (d / "collection-info.json").write_text('[{"problem-name": "p1"}]'),
+            "expected field 'language'",
+        ),
+        (
+            "pan18-en",
+            lambda d: write_pan(d, folder=pan.PAN18_FOLDER),
+            "not the PAN 2018 cross-domain attribution "
+            "training set: expected English problems problem00001, problem00002, found problem00001, problem00002, problem00003",
+        ),
+        ("enron", lambda d: (d / "alice").mkdir() or (d / "alice" / "1.txt").write_text("x"), "1 sender folders"),
+    ],
+)
 def test_a_source_that_is_not_the_distribution_is_one_line(tmp_path, capsys, name, make, expect):
     src = tmp_path / "src"
     src.mkdir()
@@ -348,8 +417,15 @@ def test_a_matching_build_is_written_atomically_and_rerun_leaves_it(tmp_path, ca
     dat = write_dat(tmp_path / "src", {"College": [thread("s1", bg, 10, "T", words(400))]})
     real = reddit.SOURCES[0]
     recs = real.build(dat)
-    fixed = {stem: dataclasses.replace(exp, sha256=canonical.sha256(canonical.gzip_bytes(
-        canonical.jsonl_bytes(recs[stem]), exp.gzip_fname, exp.gzip_mtime))) for stem, exp in real.outputs.items()}
+    fixed = {
+        stem: dataclasses.replace(
+            exp,
+            sha256=canonical.sha256(
+                canonical.gzip_bytes(canonical.jsonl_bytes(recs[stem]), exp.gzip_fname, exp.gzip_mtime)
+            ),
+        )
+        for stem, exp in real.outputs.items()
+    }
     monkeypatch.setattr(builders, "sources", lambda: {real.name: dataclasses.replace(real, outputs=fixed)})
     out = tmp_path / "out"
     rc, stdout, err = run_cli(capsys, "data", "build", "reddit-college", "--source", tmp_path / "src", "--out", out)
@@ -378,6 +454,7 @@ def test_data_build_help_lists_every_buildable_file(capsys):
 
 
 # ---------------------------------------------------------------- the real distributions
+
 
 def raw_source(name: str) -> Path:
     root = os.environ.get(RAW_ENV)

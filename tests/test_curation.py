@@ -1,4 +1,5 @@
 """Curation steps on hand-made documents."""
+
 import gzip
 import json
 
@@ -27,8 +28,11 @@ def test_min_words_counts_whitespace_tokens():
 
 
 def test_author_document_counts():
-    docs = [_doc(i, "one") for i in range(1)] + [_doc(10 + i, "two") for i in range(2)] + \
-           [_doc(100 + i, "many") for i in range(51)]
+    docs = (
+        [_doc(i, "one") for i in range(1)]
+        + [_doc(10 + i, "two") for i in range(2)]
+        + [_doc(100 + i, "many") for i in range(51)]
+    )
     kept = {d.authorIDs[0] for d in keep_author_counts(docs, 2, 50)}
     assert kept == {"two"}
 
@@ -63,8 +67,15 @@ def test_curate_end_to_end_with_report(tmp_path):
     recs = []
     for a in range(4):
         for j in range(3):
-            recs.append({"documentID": f"a{a}d{j}", "authorIDs": [f"a{a}"], "genre": "blog:x",
-                         "fullText": f"Doc {j} by author {a}, mail a{a}@x.org. " + " ".join(["word"] * (400 if j < 2 else 10))})
+            recs.append(
+                {
+                    "documentID": f"a{a}d{j}",
+                    "authorIDs": [f"a{a}"],
+                    "genre": "blog:x",
+                    "fullText": f"Doc {j} by author {a}, mail a{a}@x.org. "
+                    + " ".join(["word"] * (400 if j < 2 else 10)),
+                }
+            )
     src = write_jsonl(tmp_path / "in.jsonl", recs)
     out = tmp_path / "curated.jsonl.gz"
     vecs = {0: [1, 0], 1: [0, 1]}  # the two long documents of every author are orthogonal
@@ -87,8 +98,16 @@ def test_pairs_file_from_one_curation_reproduces_it_without_embedding(tmp_path):
 
     from harness.errors import DataError
 
-    recs = [{"documentID": f"a{a}d{j}", "authorIDs": [f"a{a}"], "genre": "blog:x",
-             "fullText": f"Doc {j} by author {a}. " + " ".join(["word"] * 400)} for a in range(5) for j in range(3)]
+    recs = [
+        {
+            "documentID": f"a{a}d{j}",
+            "authorIDs": [f"a{a}"],
+            "genre": "blog:x",
+            "fullText": f"Doc {j} by author {a}. " + " ".join(["word"] * 400),
+        }
+        for a in range(5)
+        for j in range(3)
+    ]
     src = write_jsonl(tmp_path / "in.jsonl", recs)
     angle = {0: [1, 0], 1: [0.6, 0.8], 2: [0, 1]}  # docs 0 and 2 orthogonal: cosine 0 < 0.2
 
@@ -100,22 +119,39 @@ def test_pairs_file_from_one_curation_reproduces_it_without_embedding(tmp_path):
     rows = [json.loads(line) for line in gzip.open(pairs, "rt")]
     assert [r["pair"] for r in rows] == [[f"a{a}d0", f"a{a}d2"] for a in range(5)]
     assert first["authors_below_threshold"]["0.2"] == {"all": 5, "blog": 5}
-    again = curate([src], tmp_path / "two.jsonl.gz", CurationSettings(ner="none"), pairs_file=pairs, log=lambda *_: None)
+    again = curate(
+        [src], tmp_path / "two.jsonl.gz", CurationSettings(ner="none"), pairs_file=pairs, log=lambda *_: None
+    )
     assert gzip.open(tmp_path / "one.jsonl.gz", "rt").read() == gzip.open(tmp_path / "two.jsonl.gz", "rt").read()
     assert again["steps"][3]["documents"] == 10
     recs[0]["fullText"] += " changed"
     changed = write_jsonl(tmp_path / "changed.jsonl", recs)
     with pytest.raises(DataError, match="a0d0"):
-        curate([changed], tmp_path / "three.jsonl.gz", CurationSettings(ner="none"), pairs_file=pairs, log=lambda *_: None)
+        curate(
+            [changed], tmp_path / "three.jsonl.gz", CurationSettings(ner="none"), pairs_file=pairs, log=lambda *_: None
+        )
 
 
 def test_curation_says_what_it_embeds_and_shows_a_bar(tmp_path, capsys):
-    recs = [{"documentID": f"a{a}d{j}", "authorIDs": [f"a{a}"], "genre": "blog:x",
-             "fullText": f"Doc {j} by {a}. " + " ".join(["word"] * 400)} for a in range(3) for j in range(2)]
+    recs = [
+        {
+            "documentID": f"a{a}d{j}",
+            "authorIDs": [f"a{a}"],
+            "genre": "blog:x",
+            "fullText": f"Doc {j} by {a}. " + " ".join(["word"] * 400),
+        }
+        for a in range(3)
+        for j in range(2)
+    ]
     src = write_jsonl(tmp_path / "in.jsonl", recs)
     lines: list[str] = []
-    curate([src], tmp_path / "out.jsonl.gz", CurationSettings(ner="none"),
-           embed=lambda texts: np.array([[1.0, float(t.split()[1] == "1")] for t in texts]), log=lines.append)
+    curate(
+        [src],
+        tmp_path / "out.jsonl.gz",
+        CurationSettings(ner="none"),
+        embed=lambda texts: np.array([[1.0, float(t.split()[1] == "1")] for t in texts]),
+        log=lines.append,
+    )
     assert any(line.startswith("curate: embedding 6 documents for the dissimilar-pair step") for line in lines)
     assert any(line.startswith("curate: replacing personal information in") for line in lines)
     assert "curate: embed" in capsys.readouterr().err

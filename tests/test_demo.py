@@ -34,9 +34,7 @@ def plugins(monkeypatch):
 
 
 @pytest.mark.slow
-def test_demo_ranks_the_systems_and_a_plain_trigram_plugin_does_not_saturate_it(
-    plugins, tmp_path
-):
+def test_demo_ranks_the_systems_and_a_plain_trigram_plugin_does_not_saturate_it(plugins, tmp_path):
     from harness.plugins import load_registry, plugin_manager
     from harness.runs.results import read_result
     from harness.runs.run_job import RunJob, run_job
@@ -56,12 +54,7 @@ def test_demo_ranks_the_systems_and_a_plain_trigram_plugin_does_not_saturate_it(
             log=lambda *_: None,
         )
         assert len(out) == 4
-        s8[system] = statistics.mean(
-            read_result(o.path)["metrics"]["success@8"] for o in out
-        )
+        s8[system] = statistics.mean(read_result(o.path)["metrics"]["success@8"] for o in out)
     assert s8["bm25"] < s8["char-ngram"] < s8["function-words"], s8
     assert s8["char-3gram-cosine"] < 0.90, s8
-    assert (
-        s8["char-ngram"] - s8["bm25"] > 0.05
-        and s8["function-words"] - s8["char-ngram"] > 0.2
-    ), s8
+    assert s8["char-ngram"] - s8["bm25"] > 0.05 and s8["function-words"] - s8["char-ngram"] > 0.2, s8

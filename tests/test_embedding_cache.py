@@ -1,5 +1,6 @@
 """Embedding-cache shards carry a checksum over model key, max length, texts and vectors; a shard that
 does not match is set aside and its texts encoded again, so a forged cache cannot change a result."""
+
 from __future__ import annotations
 
 import hashlib
@@ -97,8 +98,11 @@ def _forge(root, case, tmp_path):
     elif case == "resealed with a plain sha256":  # anyone can recompute a checksum; not the user's HMAC
         import hashlib as h
 
-        digest = h.sha256(b"model-a\x00512\x00" + b"".join(str(x).encode() + b"\x00" for x in sha.tolist())
-                          + vec[::-1].copy().tobytes()).hexdigest()
+        digest = h.sha256(
+            b"model-a\x00512\x00"
+            + b"".join(str(x).encode() + b"\x00" for x in sha.tolist())
+            + vec[::-1].copy().tobytes()
+        ).hexdigest()
         _save(path, sha=sha, vec=vec[::-1].copy(), checksum=np.asarray(digest))
     elif case == "another user's shard":  # signed with another user's key: encoded again here
         from unittest import mock
@@ -113,10 +117,26 @@ def _forge(root, case, tmp_path):
     return path
 
 
-CASES = ["edited vectors", "old format (no checksum)", "rows swapped", "texts relabelled", "truncated", "empty",
-         "not a zip", "a pickle", "another model's shard", "another max length's shard", "vectors missing",
-         "vectors short", "NaN vectors (checksum matches)", "float64 vectors", "checksum an array",
-         "checksum of other texts", "resealed with a plain sha256", "another user's shard"]
+CASES = [
+    "edited vectors",
+    "old format (no checksum)",
+    "rows swapped",
+    "texts relabelled",
+    "truncated",
+    "empty",
+    "not a zip",
+    "a pickle",
+    "another model's shard",
+    "another max length's shard",
+    "vectors missing",
+    "vectors short",
+    "NaN vectors (checksum matches)",
+    "float64 vectors",
+    "checksum an array",
+    "checksum of other texts",
+    "resealed with a plain sha256",
+    "another user's shard",
+]
 
 
 @hostile("embedding cache", "held")

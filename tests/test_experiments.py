@@ -2,6 +2,7 @@
 file, the key and what was expected), the step graph orders and refuses cycles, model ids come
 from cards, and `aa-harness reproduce` runs what is not done, side by side on several GPUs when
 asked, and then nothing."""
+
 from __future__ import annotations
 
 import json
@@ -58,35 +59,64 @@ def _one_line_error(capsys, argv) -> str:
 # ---- bad input: one line, nothing written ------------------------------------------------------
 
 BAD = [
-    ("[experiment]\nname = 'x'\nfoo = 1\n[run.a]\nsystem = 'bm25'\ncollections = ['demo']\n",
-     "[experiment] unknown key 'foo'"),
-    ("[experiment]\nname = 'x'\n[run.a]\nsystem = 'bm25'\ncollections = ['demo']\nmodle = 'train.x'\n",
-     "[run.a] unknown key 'modle'"),
-    ("[experiment]\nname = 'x'\n[data.d]\nfile = 'nowhere.jsonl.gz'\nsha256 = '" + "0" * 64 + "'\n"
-     "[backbones.b]\ntiny = 'bert'\n[curate.c]\ninputs = ['d']\nembedder = 'b'\n",
-     "[data.d] file 'nowhere.jsonl.gz' not found"),
-    ("[experiment]\nname = 'x'\n[data.d]\ngenerate = 'demo-train'\nsha256 = '" + "0" * 64 + "'\n"
-     "[backbones.b]\ntiny = 'bert'\n[curate.c]\ninputs = ['d']\nembedder = 'b'\n",
-     "[data.d]"),  # a sha256 that does not match the generated file
-    ("[experiment]\nname = 'x'\n[data.d]\nfile = 'x.jsonl'\nsha256 = 'abc'\n[run.a]\nsystem = 'bm25'\n"
-     "collections = ['demo']\n", "[data.d] sha256 must be 64 lowercase hex digits"),
-    ("[experiment]\nname = 'x'\n[run.a]\nsystem = 'sadiri'\nbackbone = 'nope'\ncollections = ['demo']\n",
-     "[run.a] backbone = 'nope' is no [backbones.*] table"),
-    ("[experiment]\nname = 'x'\n[backbones.b]\nid = 'org/some-model-that-is-not-here'\nrevision = 'main'\n"
-     "[run.a]\nsystem = 'sadiri'\nbackbone = 'b'\ncollections = ['demo']\n", "[backbones.b] model 'org/some-model"),
-    ("[experiment]\nname = 'x'\n[backbones.b]\nid = 'org/m'\n[run.a]\nsystem = 'bm25'\ncollections = ['demo']\n",
-     "[backbones.b] pin the weights"),
-    ("[experiment]\nname = 'x'\n[run.a]\nsystem = 'sadiri-v2-reranker'\ncollections = ['demo']\n",
-     "[run.a] system 'sadiri-v2-reranker' cannot run"),
-    ("[experiment]\nname = 'x'\n[rerank.a]\nsystem = 'sadiri-v2-reranker'\nfirst_stage = 'rerank.b'\n"
-     "collections = ['demo']\n[rerank.b]\nsystem = 'sadiri-v2-reranker'\nfirst_stage = 'rerank.a'\n"
-     "collections = ['demo']\n", "the steps form a cycle: rerank.a -> rerank.b -> rerank.a"),
-    ("[experiment]\nname = 'x'\n[run.a]\nsystem = 'bm25'\ncollections = ['nope']\n",
-     "[run.a] collection 'nope' is not registered"),
-    ("[experiment]\nname = 'x'\n[run.a]\nsystem = 'bm25'\ncollections = ['demo']\nset = { k1 = 'high' }\n",
-     "[run.a.set]"),
-    ("[experiment]\nname = 'x'\n[run.a]\nsystem = 'bm25'\ncollections = ['demo']\ngpus = 2\n",
-     "only a train step runs on several GPUs"),
+    (
+        "[experiment]\nname = 'x'\nfoo = 1\n[run.a]\nsystem = 'bm25'\ncollections = ['demo']\n",
+        "[experiment] unknown key 'foo'",
+    ),
+    (
+        "[experiment]\nname = 'x'\n[run.a]\nsystem = 'bm25'\ncollections = ['demo']\nmodle = 'train.x'\n",
+        "[run.a] unknown key 'modle'",
+    ),
+    (
+        "[experiment]\nname = 'x'\n[data.d]\nfile = 'nowhere.jsonl.gz'\nsha256 = '" + "0" * 64 + "'\n"
+        "[backbones.b]\ntiny = 'bert'\n[curate.c]\ninputs = ['d']\nembedder = 'b'\n",
+        "[data.d] file 'nowhere.jsonl.gz' not found",
+    ),
+    (
+        "[experiment]\nname = 'x'\n[data.d]\ngenerate = 'demo-train'\nsha256 = '" + "0" * 64 + "'\n"
+        "[backbones.b]\ntiny = 'bert'\n[curate.c]\ninputs = ['d']\nembedder = 'b'\n",
+        "[data.d]",
+    ),  # a sha256 that does not match the generated file
+    (
+        "[experiment]\nname = 'x'\n[data.d]\nfile = 'x.jsonl'\nsha256 = 'abc'\n[run.a]\nsystem = 'bm25'\n"
+        "collections = ['demo']\n",
+        "[data.d] sha256 must be 64 lowercase hex digits",
+    ),
+    (
+        "[experiment]\nname = 'x'\n[run.a]\nsystem = 'sadiri'\nbackbone = 'nope'\ncollections = ['demo']\n",
+        "[run.a] backbone = 'nope' is no [backbones.*] table",
+    ),
+    (
+        "[experiment]\nname = 'x'\n[backbones.b]\nid = 'org/some-model-that-is-not-here'\nrevision = 'main'\n"
+        "[run.a]\nsystem = 'sadiri'\nbackbone = 'b'\ncollections = ['demo']\n",
+        "[backbones.b] model 'org/some-model",
+    ),
+    (
+        "[experiment]\nname = 'x'\n[backbones.b]\nid = 'org/m'\n[run.a]\nsystem = 'bm25'\ncollections = ['demo']\n",
+        "[backbones.b] pin the weights",
+    ),
+    (
+        "[experiment]\nname = 'x'\n[run.a]\nsystem = 'sadiri-v2-reranker'\ncollections = ['demo']\n",
+        "[run.a] system 'sadiri-v2-reranker' cannot run",
+    ),
+    (
+        "[experiment]\nname = 'x'\n[rerank.a]\nsystem = 'sadiri-v2-reranker'\nfirst_stage = 'rerank.b'\n"
+        "collections = ['demo']\n[rerank.b]\nsystem = 'sadiri-v2-reranker'\nfirst_stage = 'rerank.a'\n"
+        "collections = ['demo']\n",
+        "the steps form a cycle: rerank.a -> rerank.b -> rerank.a",
+    ),
+    (
+        "[experiment]\nname = 'x'\n[run.a]\nsystem = 'bm25'\ncollections = ['nope']\n",
+        "[run.a] collection 'nope' is not registered",
+    ),
+    (
+        "[experiment]\nname = 'x'\n[run.a]\nsystem = 'bm25'\ncollections = ['demo']\nset = { k1 = 'high' }\n",
+        "[run.a.set]",
+    ),
+    (
+        "[experiment]\nname = 'x'\n[run.a]\nsystem = 'bm25'\ncollections = ['demo']\ngpus = 2\n",
+        "only a train step runs on several GPUs",
+    ),
     ("[experiment\nname = 'x'\n", "not valid TOML"),
 ]
 
@@ -119,24 +149,44 @@ def test_slurm_executor_without_submitit_is_one_line(tmp_path, capsys, monkeypat
 
 # ---- the graph and the ids ---------------------------------------------------------------------
 
+
 def test_steps_come_after_what_they_need():
     exp = read_experiment(EXPERIMENTS / "smoke.toml")
     seq = order(exp)
-    for before, after in [("curate.demo-train", "train.sadiri"), ("train.retriever", "run.retriever"),
-                          ("run.retriever", "rerank.reranker"), ("train.reranker", "rerank.reranker"),
-                          ("rerank.reranker", "leaderboard")]:
+    for before, after in [
+        ("curate.demo-train", "train.sadiri"),
+        ("train.retriever", "run.retriever"),
+        ("run.retriever", "rerank.reranker"),
+        ("train.reranker", "rerank.reranker"),
+        ("rerank.reranker", "leaderboard"),
+    ]:
         assert seq.index(before) < seq.index(after)
 
 
 def test_model_id_is_what_decides_the_weights():
-    card = {"system": "sadiri", "recipe": {"lr": 1e-5, "backbone": "b"}, "training_data": {"sha256": "a" * 64},
-            "training_run": {"max_steps": 0, "checkpoint_every": 50}, "trained_at": "then", "commit": "abc",
-            "device": "cuda"}
-    same = {**card, "trained_at": "now", "commit": "def", "device": "cpu",
-            "training_run": {"max_steps": 0, "checkpoint_every": 0, "micro_batch": 4}}
+    card = {
+        "system": "sadiri",
+        "recipe": {"lr": 1e-5, "backbone": "b"},
+        "training_data": {"sha256": "a" * 64},
+        "training_run": {"max_steps": 0, "checkpoint_every": 50},
+        "trained_at": "then",
+        "commit": "abc",
+        "device": "cuda",
+    }
+    same = {
+        **card,
+        "trained_at": "now",
+        "commit": "def",
+        "device": "cpu",
+        "training_run": {"max_steps": 0, "checkpoint_every": 0, "micro_batch": 4},
+    }
     assert model_id(card) == model_id(same) and model_id(card).startswith("sadiri-")
-    for changed in ({"recipe": {"lr": 2e-5, "backbone": "b"}}, {"training_data": {"sha256": "b" * 64}},
-                    {"training_run": {"max_steps": 3}}, {"system": "luar"}):
+    for changed in (
+        {"recipe": {"lr": 2e-5, "backbone": "b"}},
+        {"training_data": {"sha256": "b" * 64}},
+        {"training_run": {"max_steps": 3}},
+        {"system": "luar"},
+    ):
         assert model_id({**card, **changed}) != model_id(card)
 
 
@@ -150,6 +200,7 @@ def test_committed_experiment_files_check_and_plan(name, capsys, tmp_path):
 
 
 # ---- running -----------------------------------------------------------------------------------
+
 
 def test_reproduce_runs_what_is_not_done_then_nothing(tmp_path, capsys):
     path = _write(tmp_path, DEMO_RUNS.format(gpus="gpus = 0"))
@@ -202,8 +253,15 @@ def test_smoke_experiment_end_to_end(tmp_path, executor, capsys, monkeypatch):
     monkeypatch.setenv("AA_HARNESS_STORE", str(tmp_path / "store"))
     runs = tmp_path / "runs"
     monkeypatch.chdir(tmp_path)  # Slurm jobs start where the command was given
-    argv = ["reproduce", str(EXPERIMENTS / "smoke.toml"), "--runs-dir", str(runs), "--executor", executor,
-            "--no-progress"]
+    argv = [
+        "reproduce",
+        str(EXPERIMENTS / "smoke.toml"),
+        "--runs-dir",
+        str(runs),
+        "--executor",
+        executor,
+        "--no-progress",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "9 of 9 steps to run" in out and "leaderboard: done" in out
@@ -234,7 +292,9 @@ def test_stage_packs_in_chunks_and_unpacks_only_when_whole(tmp_path, capsys, mon
     (model / "model.safetensors").write_bytes(os.urandom((2 << 20) + 7))
     (model / "sub" / "vocab.txt").write_text("a\nb\n")
     monkeypatch.setenv("AA_HARNESS_MODEL_DIR", str(tmp_path / "models"))
-    exp = _write(tmp_path, f"""
+    exp = _write(
+        tmp_path,
+        f"""
 [experiment]
 name = "staged"
 [data.train]
@@ -243,13 +303,16 @@ sha256 = "{file_sha256(data)}"
 [backbones.enc]
 id = "org/tiny-enc"
 file = "model.safetensors"
-sha256 = "{file_sha256(model / 'model.safetensors')}"
+sha256 = "{file_sha256(model / "model.safetensors")}"
 [run.a]
 system = "bm25"
 collections = ["demo"]
-""")
+""",
+    )
     out = tmp_path / "stage"
-    assert main(["stage", "pack", str(out), "--experiment", str(exp), "--data-dir", str(corpora), "--chunk-mib", "1"]) == 0
+    assert (
+        main(["stage", "pack", str(out), "--experiment", str(exp), "--data-dir", str(corpora), "--chunk-mib", "1"]) == 0
+    )
     chunks = sorted(out.glob("stage.0*"))
     assert len(chunks) == 6 and all(c.stat().st_size <= 1 << 20 for c in chunks)
     there = tmp_path / "there"
@@ -270,11 +333,26 @@ def test_the_committed_record_is_done_for_what_it_holds(capsys):
     """Table 1's dry run on the committed runs: the lexical rows are current everywhere; the mpnet rows
     trained on the decontaminated pool are current on the three headline collections (their cards give
     the ids the experiment's train steps will have), and still to run on the cleaned -all views."""
+
     def states(*extra):
-        assert main(["reproduce", str(EXPERIMENTS / "table1-public.toml"), "--dry-run",
-                     "--runs-dir", str(ROOT / "leaderboards" / "runs"), *extra]) == 0
-        return {line.split("|")[1].strip(): (line.split("|")[2].strip(), line.split("|")[3].strip())
-                for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and not line.startswith("| step")}
+        assert (
+            main(
+                [
+                    "reproduce",
+                    str(EXPERIMENTS / "table1-public.toml"),
+                    "--dry-run",
+                    "--runs-dir",
+                    str(ROOT / "leaderboards" / "runs"),
+                    *extra,
+                ]
+            )
+            == 0
+        )
+        return {
+            line.split("|")[1].strip(): (line.split("|")[2].strip(), line.split("|")[3].strip())
+            for line in capsys.readouterr().out.splitlines()
+            if line.startswith("| ") and not line.startswith("| step")
+        }
 
     rows = states()
     assert rows["run.bm25"][0] == rows["run.char-ngram"][0] == "done"
@@ -291,8 +369,10 @@ def test_collections_limit_run_steps_and_travel_with_each_step(tmp_path, capsys)
     and a step run in its own process is given the same limit."""
     from harness.experiments.executors import step_command
 
-    path = _write(tmp_path, DEMO_RUNS.format(gpus="gpus = 0").replace('collections = ["demo"]',
-                                                                       'collections = ["demo", "pan18-en"]'))
+    path = _write(
+        tmp_path,
+        DEMO_RUNS.format(gpus="gpus = 0").replace('collections = ["demo"]', 'collections = ["demo", "pan18-en"]'),
+    )
     runs = tmp_path / "runs"
     assert main(["reproduce", str(path), "--runs-dir", str(runs), "--collections", "demo", "--no-progress"]) == 0
     assert "3 of 3 steps to run" in capsys.readouterr().out
@@ -310,15 +390,19 @@ def test_collections_limit_run_steps_and_travel_with_each_step(tmp_path, capsys)
 def test_only_the_data_the_steps_to_run_read_must_be_present(tmp_path, capsys):
     """A training file nothing left to run reads (its curation or model already made) need not be
     on this machine; one a step to run reads is checked before any work."""
-    text = DEMO_RUNS.format(gpus="gpus = 0").replace("[run.bm25]", '[data.train]\nfile = "absent.jsonl.gz"\n'
-                                                     'sha256 = "' + "0" * 64 + '"\n\n[run.bm25]', 1)
+    text = DEMO_RUNS.format(gpus="gpus = 0").replace(
+        "[run.bm25]", '[data.train]\nfile = "absent.jsonl.gz"\nsha256 = "' + "0" * 64 + '"\n\n[run.bm25]', 1
+    )
     path = _write(tmp_path, text)
     runs = tmp_path / "runs"
     assert main(["reproduce", str(path), "--runs-dir", str(runs), "--no-progress"]) == 0
     assert (runs / "demo" / "bm25" / "seed-0.json").is_file()
     capsys.readouterr()
-    path.write_text(text + '\n[train.sadiri]\nsystem = "sadiri"\ndata = "train"\nbackbone = "tiny"\n'
-                    '\n[backbones.tiny]\ntiny = "bert"\n', encoding="utf-8")
+    path.write_text(
+        text + '\n[train.sadiri]\nsystem = "sadiri"\ndata = "train"\nbackbone = "tiny"\n'
+        '\n[backbones.tiny]\ntiny = "bert"\n',
+        encoding="utf-8",
+    )
     err = _one_line_error(capsys, ["reproduce", str(path), "--runs-dir", str(runs), "--only", "train.sadiri"])
     assert "[data.train] file 'absent.jsonl.gz' not found" in err
 
@@ -343,19 +427,37 @@ def test_stage_carries_the_files_of_the_collections_the_steps_run_on(tmp_path, c
     got = sorted(p.name for p in (tmp_path / "there" / "corpora").iterdir())
     assert got == ["blogs-background.jsonl.gz", "enron.jsonl.gz", "pan18-en.jsonl.gz"]
     (corpora / "enron.jsonl.gz").unlink()
-    err = _one_line_error(capsys, ["stage", "pack", str(tmp_path / "again"), "--experiment", str(exp),
-                                   "--data-dir", str(corpora)])
+    err = _one_line_error(
+        capsys, ["stage", "pack", str(tmp_path / "again"), "--experiment", str(exp), "--data-dir", str(corpora)]
+    )
     assert "collection 'pan18-en': its file enron.jsonl.gz is not in" in err and not (tmp_path / "again").exists()
 
 
 def test_the_dry_run_prices_what_is_done_as_measured_and_what_is_left_as_projected(capsys):
     """On the committed record: the mpnet runs made on a GPU for the headline collections show the
     minutes their results recorded, the trainings their logs' epochs; what is left, a projection."""
-    assert main(["reproduce", str(EXPERIMENTS / "table1-public.toml"), "--dry-run", "--runs-dir",
-                 str(ROOT / "leaderboards" / "runs"), "--collections", "reddit-xsub", "blogs-xtopic", "pan19-en"]) == 0
+    assert (
+        main(
+            [
+                "reproduce",
+                str(EXPERIMENTS / "table1-public.toml"),
+                "--dry-run",
+                "--runs-dir",
+                str(ROOT / "leaderboards" / "runs"),
+                "--collections",
+                "reddit-xsub",
+                "blogs-xtopic",
+                "pan19-en",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
-    cells = {line.split("|")[1].strip(): line.split("|")[4].strip() for line in out.splitlines()
-             if line.startswith("| ") and not line.startswith("| step")}
+    cells = {
+        line.split("|")[1].strip(): line.split("|")[4].strip()
+        for line in out.splitlines()
+        if line.startswith("| ") and not line.startswith("| step")
+    }
     assert cells["run.sadiri-mpnet"].endswith(" measured") and cells["train.sadiri-mpnet"].endswith(" measured")
     assert cells["train.v2-1.5b-cosine"].endswith(" projected") and cells["run.bm25"] == "—"  # bm25 ran on a CPU
     assert "made on a GPU took" in out.splitlines()[-1]

@@ -1,6 +1,7 @@
 """The fast paths compute the plain Hugging Face function: mask-free causal attention on
 right-padded rows, query prefix reuse in the reranker, sharded encoding, compressed search.
 CPU, fp32, tiny models; tests/test_fast_paths_gpu.py repeats the checks at real shapes in bf16."""
+
 import numpy as np
 import pytest
 
@@ -30,12 +31,12 @@ def test_mask_free_attention_on_right_padding_equals_each_row_alone(arch):
     width = max(map(len, rows))
     ids = torch.zeros((len(rows), width), dtype=torch.long)
     for i, r in enumerate(rows):
-        ids[i, :len(r)] = torch.tensor(r)
+        ids[i, : len(r)] = torch.tensor(r)
     with torch.no_grad():
         out = fast(input_ids=ids).last_hidden_state
         for i, r in enumerate(rows):
             alone = ref(input_ids=torch.tensor([r])).last_hidden_state[0]
-            assert torch.linalg.norm(out[i, :len(r)] - alone) / torch.linalg.norm(alone) < 1e-5
+            assert torch.linalg.norm(out[i, : len(r)] - alone) / torch.linalg.norm(alone) < 1e-5
 
 
 @pytest.mark.slow
@@ -43,8 +44,16 @@ def test_harness_encoding_equals_naive_hf_encoding():
     from aa_harness_bench.encode import bench_encode
 
     model = _model("tiny-qwen3")
-    figures = bench_encode(model, _rows(48, 5, 120, seed=2), torch.device("cpu"), max_tokens=1024, naive_batch=8,
-                           warmup_rows=4, variants=[(700, "aa_causal"), (900, "padded")], log=lambda *_: None)
+    figures = bench_encode(
+        model,
+        _rows(48, 5, 120, seed=2),
+        torch.device("cpu"),
+        max_tokens=1024,
+        naive_batch=8,
+        warmup_rows=4,
+        variants=[(700, "aa_causal"), (900, "padded")],
+        log=lambda *_: None,
+    )
     assert figures["harness"]["path"] == "packed"
     assert [v["path"] for v in figures["variants"]] == ["aa_causal", "padded"]
     for agreement in (figures["agreement"], *[v["agreement"] for v in figures["variants"]]):
@@ -60,8 +69,9 @@ def test_prefix_reuse_scores_equal_concatenated_pairs(arch):
     queries = _rows(2, 10, 40, seed=3)
     cands = [_rows(9, 1, 30, seed=4 + i) for i in range(2)]  # a one-token candidate too
     cands[0][0] = cands[0][0][:1]
-    figures = bench_rerank(model, queries, cands, torch.device("cpu"), max_tokens=64, naive_batch=4,
-                           log=lambda *_: None)
+    figures = bench_rerank(
+        model, queries, cands, torch.device("cpu"), max_tokens=64, naive_batch=4, log=lambda *_: None
+    )
     assert figures["harness"]["path"] == "packed" and figures["variants"][0]["path"] == "aa_causal"
     for agreement in (figures["agreement"], figures["variants"][0]["agreement"]):
         assert agreement["max_abs_diff_over_score_sd"] < 1e-5 and agreement["spearman_min"] > 0.9999
@@ -81,8 +91,18 @@ def test_sliding_window_longer_than_window_is_refused():
     from harness.neural.fast import causal_attention
 
     torch.manual_seed(0)
-    model = MistralModel(MistralConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                       num_attention_heads=2, num_key_value_heads=1, head_dim=16, sliding_window=8))
+    model = MistralModel(
+        MistralConfig(
+            vocab_size=64,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            head_dim=16,
+            sliding_window=8,
+        )
+    )
     assert causal_attention.enable(model)
     with torch.no_grad():
         model(input_ids=torch.arange(8)[None])  # within the window: fine
@@ -98,8 +118,9 @@ def test_retriever_system_fast_and_plain_encodings_agree(tiny_qwen3_dir, isolate
 
     docs = demo_documents()[:12]
     fast = RetrieverSystem(RetrieverConfig(backbone=str(tiny_qwen3_dir), max_length=64, device="cpu", cache=False))
-    plain = RetrieverSystem(RetrieverConfig(backbone=str(tiny_qwen3_dir), max_length=64, device="cpu", cache=False,
-                                            fast_path=False))
+    plain = RetrieverSystem(
+        RetrieverConfig(backbone=str(tiny_qwen3_dir), max_length=64, device="cpu", cache=False, fast_path=False)
+    )
     assert fast.fast_path == "packed" and plain.fast_path is None
     assert fast.describe()["fast_path"] == "packed"
     a, b = fast.encode(docs), plain.encode(docs)
@@ -118,8 +139,16 @@ def test_sharded_encoding_under_torchrun_equals_one_process(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     out = tmp_path / "shard.npz"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={port}",
-           "--master_addr=127.0.0.1", str(ROOT / "tests" / "shard_worker.py"), str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node=2",
+        f"--master_port={port}",
+        "--master_addr=127.0.0.1",
+        str(ROOT / "tests" / "shard_worker.py"),
+        str(out),
+    ]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     z = np.load(out)
@@ -149,8 +178,9 @@ def test_compressed_index_recall_on_clustered_vectors():
     exact, _ = exact_topk_indices(queries, cands, 10, torch.device("cpu"))
     ids = [f"d{i:05d}" for i in range(len(cands))]
     got = index_search(build_index(cands, "IVF64,Flat"), queries, ids, 10, nprobe=64)  # every list: exact
-    assert [[int(c[1:]) for c, _ in row] for row in got] == [sorted(r, key=lambda i: (-float(cands[i] @ q), i))
-                                                             for r, q in zip(exact.tolist(), queries)]
+    assert [[int(c[1:]) for c, _ in row] for row in got] == [
+        sorted(r, key=lambda i: (-float(cands[i] @ q), i)) for r, q in zip(exact.tolist(), queries)
+    ]
     approx = index_search(build_index(cands, "IVF64,PQ8"), queries, ids, 10, nprobe=8)
     recall = np.mean([len({int(c[1:]) for c, _ in row} & set(r)) / 10 for row, r in zip(approx, exact.tolist())])
     assert 0.2 < recall < 1.0  # compressed: approximate, but far from random (10 / 4000)
@@ -175,8 +205,10 @@ def test_bench_reads_real_texts_through_a_tokenizer(tiny_qwen3_dir, tmp_path):
     from harness.errors import HarnessError
     from tests.conftest import write_jsonl
 
-    docs = [{"documentID": d.documentID, "authorIDs": list(d.authorIDs), "fullText": d.fullText, "genre": d.genre}
-            for d in demo_documents()[:12]]
+    docs = [
+        {"documentID": d.documentID, "authorIDs": list(d.authorIDs), "fullText": d.fullText, "genre": d.genre}
+        for d in demo_documents()[:12]
+    ]
     path = write_jsonl(tmp_path / "texts.jsonl", docs)
     rows = text_rows([path], str(tiny_qwen3_dir), 5, skip=2, max_tokens=40)
     assert len(rows) == 5 and all(0 < len(r) <= 40 for r in rows)

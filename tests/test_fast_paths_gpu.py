@@ -6,6 +6,7 @@ kernels, batch shapes and reduction orders), so they are held to agreeing rankin
 per-vector relative error under 5e-2, the size a 40-layer random 12B showed between two
 correct paths; the measured errors are printed.
 """
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -25,9 +26,14 @@ def test_encoding_matches_hf_forward_at_qwen3_06b_shape(dtype, tolerance):
     from aa_harness_bench.encode import bench_encode
 
     model, rows = _setup("qwen3-0.6b", dtype, 256, 150, 512)
-    figures = bench_encode(model, rows, torch.device("cuda"), warmup_rows=8,
-                           variants=[(65536, "aa_causal"), (65536, "padded")],
-                           log=lambda *_: None)
+    figures = bench_encode(
+        model,
+        rows,
+        torch.device("cuda"),
+        warmup_rows=8,
+        variants=[(65536, "aa_causal"), (65536, "padded")],
+        log=lambda *_: None,
+    )
     assert figures["harness"]["path"] == "packed"
     for agreement in (figures["agreement"], *[v["agreement"] for v in figures["variants"]]):
         print(dtype, agreement)

@@ -1,6 +1,7 @@
 """The fast LoRA training steps compute the naive Hugging Face + PEFT step's loss and gradients:
 the retriever's packed, fused step and the reranker's shared-prefix step (against concatenated
 pairs). CPU, fp32, tiny Qwen3 and Mistral built from configs, LoRA dropout off for the comparison."""
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -32,9 +33,12 @@ def test_retriever_step_matches_peft(arch, checkpoint):
     rows = _rows(8, 3, 40, seed=1)
     a, b = rows[:4], rows[4:]
     dec = LoraFusedDecoder(peft, compile=False, checkpoint=checkpoint)
-    check = first_step_check(peft, lambda: naive_retriever_loss(peft, proj, a, b, torch.device("cpu"), tau=0.05),
-                             lambda: retriever_loss(dec, proj, a, b, torch.device("cpu"), tau=0.05),
-                             extra=list(proj.parameters()))
+    check = first_step_check(
+        peft,
+        lambda: naive_retriever_loss(peft, proj, a, b, torch.device("cpu"), tau=0.05),
+        lambda: retriever_loss(dec, proj, a, b, torch.device("cpu"), tau=0.05),
+        extra=list(proj.parameters()),
+    )
     assert check["loss_rel_error"] < 1e-5
     g = check["gradients"]
     assert not g["mismatched_names"] and g["tensors"] == 2 * 7 * 2 + 2
@@ -49,10 +53,17 @@ def test_shared_prefix_reranker_step_matches_concatenated_pairs(arch):
 
     peft = _peft(arch, seed=1)
     head = torch.nn.Linear(64, 1, bias=False)
-    groups = [(_rows(1, 20, 20, seed=2)[0], _rows(5, 2, 30, seed=3)), (_rows(1, 7, 7, seed=4)[0], _rows(3, 1, 9, seed=5))]
+    groups = [
+        (_rows(1, 20, 20, seed=2)[0], _rows(5, 2, 30, seed=3)),
+        (_rows(1, 7, 7, seed=4)[0], _rows(3, 1, 9, seed=5)),
+    ]
     dec = LoraFusedDecoder(peft, compile=False, checkpoint=True)
-    check = first_step_check(peft, lambda: naive_reranker_loss(peft, head, groups, torch.device("cpu")),
-                             lambda: reranker_loss(dec, head, groups, torch.device("cpu")), extra=[head.weight])
+    check = first_step_check(
+        peft,
+        lambda: naive_reranker_loss(peft, head, groups, torch.device("cpu")),
+        lambda: reranker_loss(dec, head, groups, torch.device("cpu")),
+        extra=[head.weight],
+    )
     assert check["loss_rel_error"] < 1e-5
     assert check["gradients"]["rel_error"] < 1e-5 and check["gradients"]["rel_error_worst_tensor"] < 1e-4
 
@@ -77,11 +88,17 @@ def test_checkpointed_fast_steps_on_the_gpu_attention_path_match_peft(cpu_varlen
     cpu = torch.device("cpu")
     peft = _peft("tiny-mistral", seed=1)
     head = torch.nn.Linear(64, 1, bias=False)
-    groups = [(_rows(1, 20, 20, seed=2)[0], _rows(5, 2, 30, seed=3)), (_rows(1, 7, 7, seed=4)[0], _rows(3, 1, 9, seed=5))]
+    groups = [
+        (_rows(1, 20, 20, seed=2)[0], _rows(5, 2, 30, seed=3)),
+        (_rows(1, 7, 7, seed=4)[0], _rows(3, 1, 9, seed=5)),
+    ]
     scorer = SimpleNamespace(backbone=peft, finish=head)
-    check = first_step_check(peft, lambda: naive_reranker_loss(peft, head, groups, cpu),
-                             lambda: harness_reranker_loss(shared_prefix_score_groups(checkpoint=True), scorer, groups, cpu),
-                             extra=[head.weight])
+    check = first_step_check(
+        peft,
+        lambda: naive_reranker_loss(peft, head, groups, cpu),
+        lambda: harness_reranker_loss(shared_prefix_score_groups(checkpoint=True), scorer, groups, cpu),
+        extra=[head.weight],
+    )
     assert calls and fused_decoder._GQA_NATIVE is native_gqa
     assert check["loss_rel_error"] < 1e-5
     assert check["gradients"]["rel_error"] < 1e-5 and check["gradients"]["rel_error_worst_tensor"] < 1e-4
@@ -96,8 +113,12 @@ def test_checkpointed_fast_steps_on_the_gpu_attention_path_match_peft(cpu_varlen
         emb = embed(peft, encoder, rows, cpu)
         return supcon_loss(emb[:4], emb[4:], 0.05, cosine=False)
 
-    check = first_step_check(peft, lambda: naive_retriever_loss(peft, proj, rows[:4], rows[4:], cpu, tau=0.05), fast,
-                             extra=list(proj.parameters()))
+    check = first_step_check(
+        peft,
+        lambda: naive_retriever_loss(peft, proj, rows[:4], rows[4:], cpu, tau=0.05),
+        fast,
+        extra=list(proj.parameters()),
+    )
     assert fused_decoder._GQA_NATIVE is native_gqa
     assert check["loss_rel_error"] < 1e-5
     g = check["gradients"]
@@ -202,11 +223,14 @@ def test_bench_train_runs_on_cpu(tmp_path):
     from aa_harness_bench.train import bench_train_reranker, bench_train_retriever
 
     dev = torch.device("cpu")
-    r = r_ret = bench_train_retriever(_builds("tiny-qwen3")[0], _rows(16, 5, 20, seed=9), dev, authors=4, steps=1,
-                                      warmup=1, log=lambda *_: None)
+    r = r_ret = bench_train_retriever(
+        _builds("tiny-qwen3")[0], _rows(16, 5, 20, seed=9), dev, authors=4, steps=1, warmup=1, log=lambda *_: None
+    )
     assert r["first_step"]["gradients"]["rel_error"] < 1e-5 and r["speedup"] > 0
     assert set(r["projection"]["harness"]["hours"]) == {"1", "4", "8"}
-    r = bench_train_reranker(_builds("tiny-mistral")[0], _reranker_groups(), dev, steps=1, warmup=1, log=lambda *_: None)
+    r = bench_train_reranker(
+        _builds("tiny-mistral")[0], _reranker_groups(), dev, steps=1, warmup=1, log=lambda *_: None
+    )
     assert r["first_step"]["gradients"]["rel_error"] < 1e-5
     assert r["token_ratio"] == pytest.approx(13 * 16 / (8 + 13 * 8), rel=1e-3)
     from aa_harness_bench.results import write_result
@@ -258,15 +282,22 @@ def test_bench_train_runs_one_model_at_a_time_with_the_first_step_of_one_shared_
         finish = lambda pooled: layer(pooled.float())  # noqa: E731
         a, b = rows[:4], rows[4:8]
         dec = LoraFusedDecoder(peft, compile=False, checkpoint=True)
-        want = first_step_check(peft, lambda: naive_retriever_loss(peft, finish, a, b, cpu, tau=0.01),
-                                lambda: retriever_loss(dec, finish, a, b, cpu, tau=0.01), extra=list(layer.parameters()))
+        want = first_step_check(
+            peft,
+            lambda: naive_retriever_loss(peft, finish, a, b, cpu, tau=0.01),
+            lambda: retriever_loss(dec, finish, a, b, cpu, tau=0.01),
+            extra=list(layer.parameters()),
+        )
     else:
         layer = torch.nn.Linear(64, 1, bias=False)
         head = lambda last: layer(last.float())  # noqa: E731
         scorer = SimpleNamespace(backbone=peft, finish=head)
-        want = first_step_check(peft, lambda: naive_reranker_loss(peft, head, groups[:1], cpu),
-                                lambda: harness_reranker_loss(shared_prefix_score_groups(checkpoint=True), scorer,
-                                                              groups[:1], cpu), extra=list(layer.parameters()))
+        want = first_step_check(
+            peft,
+            lambda: naive_reranker_loss(peft, head, groups[:1], cpu),
+            lambda: harness_reranker_loss(shared_prefix_score_groups(checkpoint=True), scorer, groups[:1], cpu),
+            extra=list(layer.parameters()),
+        )
     check = got["first_step"]
     assert check["naive_loss"] == pytest.approx(want["naive_loss"], rel=1e-6)
     assert check["harness_loss"] == pytest.approx(want["harness_loss"], rel=1e-6)
@@ -304,7 +335,9 @@ def test_naive_first_step_recomputes_its_checkpointed_layers_with_dropout_off():
     assert kept["loss"] == pytest.approx(evald["loss"], rel=1e-6)
     assert kept["gradients"].keys() == evald["gradients"].keys()
     assert all(g.device.type == "cpu" for g in kept["gradients"].values())
-    assert all(torch.allclose(kept["gradients"][k], evald["gradients"][k], rtol=1e-5, atol=1e-7) for k in kept["gradients"])
+    assert all(
+        torch.allclose(kept["gradients"][k], evald["gradients"][k], rtol=1e-5, atol=1e-7) for k in kept["gradients"]
+    )
 
 
 @pytest.mark.parametrize("failing", ["naive build", "harness build", "naive timed steps"])
@@ -334,8 +367,9 @@ def test_bench_train_records_a_path_out_of_memory_and_still_runs_the_other(faili
 
     monkeypatch.setattr(train, "time_steps", failing_time_steps)
     lines = []
-    r = train.bench_train_retriever(failing_build, _rows(16, 5, 20, seed=9), torch.device("cpu"), authors=4, steps=1,
-                                    warmup=1, log=lines.append)
+    r = train.bench_train_retriever(
+        failing_build, _rows(16, 5, 20, seed=9), torch.device("cpu"), authors=4, steps=1, warmup=1, log=lines.append
+    )
     bad, good = ("naive", "harness") if failing.startswith("naive") else ("harness", "naive")
     assert r[bad]["error"] == "out of memory" and r[bad]["stage"] == failing.split(" ", 1)[1]
     assert "peak_memory_gib" in r[bad] and r[bad]["batch"] in ("padded", "packed")
@@ -347,8 +381,9 @@ def test_bench_train_records_a_path_out_of_memory_and_still_runs_the_other(faili
         assert r["first_step"]["gradients"]["rel_error"] < 1e-5 and r["first_step"]["same_weights"]
     else:
         assert r["first_step"]["compared"] is False
-    write_result("train-retriever", "tiny-qwen3", {"device_name": "Test Card"}, {"arch": "tiny-qwen3"}, r,
-                 tmp_path / "a.json")
+    write_result(
+        "train-retriever", "tiny-qwen3", {"device_name": "Test Card"}, {"arch": "tiny-qwen3"}, r, tmp_path / "a.json"
+    )
     page = performance_page(tmp_path)
     assert f"| {bad} (" in page and "out of memory in the" in page
 
@@ -368,9 +403,12 @@ def test_compiled_layers_match_and_compile_once_for_all_layers():
     proj = torch.nn.Linear(64, 32)
     rows = _rows(8, 3, 40, seed=11)
     dec = LoraFusedDecoder(peft, compile=True, checkpoint=True)
-    check = first_step_check(peft, lambda: naive_retriever_loss(peft, proj, rows[:4], rows[4:], torch.device("cpu"), tau=0.05),
-                             lambda: retriever_loss(dec, proj, rows[:4], rows[4:], torch.device("cpu"), tau=0.05),
-                             extra=list(proj.parameters()))
+    check = first_step_check(
+        peft,
+        lambda: naive_retriever_loss(peft, proj, rows[:4], rows[4:], torch.device("cpu"), tau=0.05),
+        lambda: retriever_loss(dec, proj, rows[:4], rows[4:], torch.device("cpu"), tau=0.05),
+        extra=list(proj.parameters()),
+    )
     assert check["loss_rel_error"] < 1e-5 and check["gradients"]["rel_error"] < 1e-4
     peft.train()
     for seed in (12, 13):  # other lengths, dropout on

@@ -1,4 +1,5 @@
 """Runs made with code older than a result-changing fix are marked on the report pages."""
+
 import shutil
 import subprocess
 
@@ -7,8 +8,13 @@ import pytest
 from harness.reports.fixes import Fix, footnotes, run_marks
 from tests.conftest import ROOT
 
-FIX = Fix(commit="da837aa214a9c32ab6ecaaa2f045f7ed112c8127", date="2026-11-26T03:56:55+00:00",
-          systems=("sadiri-v2-retriever",), what="seeded.", trained_only=True)
+FIX = Fix(
+    commit="da837aa214a9c32ab6ecaaa2f045f7ed112c8127",
+    date="2026-11-26T03:56:55+00:00",
+    systems=("sadiri-v2-retriever",),
+    what="seeded.",
+    trained_only=True,
+)
 
 
 def _run(system="sadiri-v2-retriever", model="m", commit="unknown", when="2026-11-26T01:44:08+00:00"):

@@ -3,6 +3,7 @@
 Random records either load and give manifests whose invariants hold, or fail with a
 HarnessError; never another exception. Bounded to run in CI in well under a minute.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -21,15 +22,18 @@ from harness.data.collection import load_collection
 from harness.errors import HarnessError
 from harness.evaluation.splits import build_split, check_split, split_from_manifest
 
-FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None,
-                derandomize=True)
+FUZZ = settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None, derandomize=True
+)
 
 GOOD_NAMES = ["a", "b", "c", "d", "e", " a", "b "]
 GOOD_GENRES = ["blog", " blog", "blog\n", "news", "Mail", "mail", "e\u0301", "\u00e9", "two  words", "two words"]
 names = st.sampled_from(GOOD_NAMES + [""])
 genres = st.sampled_from(GOOD_GENRES + ["", "   "])
 texts = st.one_of(st.text(min_size=0, max_size=12), st.sampled_from(["some text", "x", "  "]))
-junk = st.one_of(st.none(), st.integers(-3, 3), st.floats(allow_nan=True), st.booleans(), st.lists(st.integers(), max_size=2))
+junk = st.one_of(
+    st.none(), st.integers(-3, 3), st.floats(allow_nan=True), st.booleans(), st.lists(st.integers(), max_size=2)
+)
 
 
 def good_record(i: int):
@@ -37,7 +41,9 @@ def good_record(i: int):
     return st.fixed_dictionaries(
         {
             "documentID": st.just(f"d{i}"),
-            "authorIDs": st.one_of(st.lists(st.sampled_from(GOOD_NAMES), min_size=1, max_size=3), st.sampled_from(GOOD_NAMES)),
+            "authorIDs": st.one_of(
+                st.lists(st.sampled_from(GOOD_NAMES), min_size=1, max_size=3), st.sampled_from(GOOD_NAMES)
+            ),
             "fullText": st.sampled_from(["some text", "x", "more words here", "caf\u00e9 \U0001f600"]),
             "genre": st.sampled_from(GOOD_GENRES),
         },
@@ -131,13 +137,32 @@ def test_random_records_load_and_split_or_fail_with_a_harness_error(file, seed, 
 
 
 @FUZZ
-@given(st.lists(st.tuples(st.sampled_from("abcdef"), st.lists(st.sampled_from("abcdef"), max_size=2),
-                          st.sampled_from(["g1", "g2", "g3", " g1", "g2 "])), min_size=2, max_size=25),
-       st.integers(0, 5000), st.sampled_from([0.5, 1.0]))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from("abcdef"),
+            st.lists(st.sampled_from("abcdef"), max_size=2),
+            st.sampled_from(["g1", "g2", "g3", " g1", "g2 "]),
+        ),
+        min_size=2,
+        max_size=25,
+    ),
+    st.integers(0, 5000),
+    st.sampled_from([0.5, 1.0]),
+)
 def test_co_authored_collections_always_give_valid_manifests(docs, seed, fraction):
     """Well-formed records with co-authors: every seed builds, or says there is nothing to query."""
-    lines = [json.dumps({"documentID": f"d{i}", "authorIDs": sorted({a, *co}), "genre": g,
-                         "fullText": f"text {i} {string.ascii_letters[i % 52]}"}) for i, (a, co, g) in enumerate(docs)]
+    lines = [
+        json.dumps(
+            {
+                "documentID": f"d{i}",
+                "authorIDs": sorted({a, *co}),
+                "genre": g,
+                "fullText": f"text {i} {string.ascii_letters[i % 52]}",
+            }
+        )
+        for i, (a, co, g) in enumerate(docs)
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         path = _write(Path(tmp), "\n".join(lines) + "\n", False, False, False)
         try:

@@ -1,4 +1,5 @@
 """A GGUF backbone is dequantized once: later loads read the cached dense copy (harness.neural.hf)."""
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -24,6 +25,7 @@ def fake_gguf(tiny_qwen3_dir, tmp_path, monkeypatch, isolated_cache):
 
         def refuse(*a, **k):
             raise ValueError("The model is quantized with gguf and is not serializable")
+
         model.save_pretrained = refuse
         return model
 

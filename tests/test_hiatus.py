@@ -1,4 +1,5 @@
 """HIATUS TA1 sample folders read as shipped (a synthetic folder in the released layout)."""
+
 import pytest
 
 from harness.data.hiatus import find_ta1_folders, ta1_collection
@@ -21,8 +22,10 @@ def _docs(ids):
 
 
 def test_ta1_folder_becomes_a_given_split(tmp_path):
-    truth = [{"documentID": d, "authorIDs": [a]} for d, a in
-             [("q1", "A"), ("q2", "B"), ("c1", "A"), ("c2", "B"), ("c3", "B"), ("c4", "C")]]
+    truth = [
+        {"documentID": d, "authorIDs": [a]}
+        for d, a in [("q1", "A"), ("q2", "B"), ("c1", "A"), ("c2", "B"), ("c3", "B"), ("c4", "C")]
+    ]
     _folder(tmp_path, 0, "perGenre-HRS1.3", _docs(["q1", "q2"]), _docs(["c1", "c2", "c3", "c4"]), truth)
     found = find_ta1_folders(tmp_path)
     assert list(found) == ["hrs1-perGenre-HRS1.3"]
@@ -56,10 +59,15 @@ def test_hrs_collections_are_registered_from_the_environment(tmp_path, monkeypat
 def test_hrs_foreground_background_layout(tmp_path, monkeypatch):
     from harness.plugins import load_registry
 
-    fg = [{"documentID": f"f{i}", "authorIDs": [a], "genre": g, "fullText": "x"} for i, (a, g) in
-          enumerate([("A", "news"), ("A", "forum"), ("B", "news"), ("B", "reviews")])]
+    fg = [
+        {"documentID": f"f{i}", "authorIDs": [a], "genre": g, "fullText": "x"}
+        for i, (a, g) in enumerate([("A", "news"), ("A", "forum"), ("B", "news"), ("B", "reviews")])
+    ]
     write_jsonl(tmp_path / "hrs1" / "foreground.jsonl", fg)
-    write_jsonl(tmp_path / "hrs1" / "background.jsonl", [{"documentID": "b1", "authorIDs": ["Z"], "genre": "news", "fullText": "y"}])
+    write_jsonl(
+        tmp_path / "hrs1" / "background.jsonl",
+        [{"documentID": "b1", "authorIDs": ["Z"], "genre": "news", "fullText": "y"}],
+    )
     monkeypatch.setenv("AA_HARNESS_HRS_DIR", str(tmp_path))
     c = load_registry().collection("hrs1").load()
     assert c.background_ids == {"b1"} and c.foreground_authors() == ["A", "B"]

@@ -2,6 +2,7 @@
 
 Skipped when Chromium or its driver is absent, unless AA_HARNESS_REQUIRE_BROWSER=1 (CI sets it).
 """
+
 from __future__ import annotations
 
 import os
@@ -16,9 +17,17 @@ from tests.conftest import doc, write_jsonl
 pytestmark = pytest.mark.slow  # runs two systems and a browser
 
 HOSTILE_GENRE = '<script>window.__pwned = 1</script>"><img src=x id=pwned>'
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--window-size=1400,900")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1400,900",
+)
 
 
 def _binary(*names: str) -> str | None:
@@ -55,13 +64,36 @@ def site(tmp_path_factory):
     """Two systems on a small path collection whose genres are hostile HTML, over two seeds."""
     tmp = tmp_path_factory.mktemp("html")
     genres = (HOSTILE_GENRE, "letters & <notes>", "plain")
-    recs = [doc(10 * a + g, f"author{a}", genres[g], f"document {g} of author {a}: " + " ".join(
-        f"w{(a * 7 + k) % 23}" for k in range(40))) for a in range(12) for g in range(3)]
+    recs = [
+        doc(
+            10 * a + g,
+            f"author{a}",
+            genres[g],
+            f"document {g} of author {a}: " + " ".join(f"w{(a * 7 + k) % 23}" for k in range(40)),
+        )
+        for a in range(12)
+        for g in range(3)
+    ]
     collection = write_jsonl(tmp / "mixed.jsonl", recs)
     runs = tmp / "runs"
     for system in ("bm25", "char-ngram"):
-        assert main(["run", system, "--collection", str(collection), "--seeds", "0", "1001", "--runs-dir", str(runs),
-                     "--no-progress"]) == 0
+        assert (
+            main(
+                [
+                    "run",
+                    system,
+                    "--collection",
+                    str(collection),
+                    "--seeds",
+                    "0",
+                    "1001",
+                    "--runs-dir",
+                    str(runs),
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
     out = tmp / "site"
     assert main(["leaderboard", "--runs-dir", str(runs), "--out", str(tmp / "pages"), "--html", str(out)]) == 0
     return out
@@ -99,11 +131,15 @@ def test_a_header_click_sorts_both_ways(browser, site):
     th, col = _column(browser, table, "Success@8 pooled")
 
     def values():
-        return [float(r.find_elements(By.TAG_NAME, "td")[col].get_attribute("data-sort"))
-                for r in table.find_elements(By.CSS_SELECTOR, "tbody tr")]
+        return [
+            float(r.find_elements(By.TAG_NAME, "td")[col].get_attribute("data-sort"))
+            for r in table.find_elements(By.CSS_SELECTOR, "tbody tr")
+        ]
 
     def names():
-        return [r.find_element(By.CSS_SELECTOR, "td.run a").text for r in table.find_elements(By.CSS_SELECTOR, "tbody tr")]
+        return [
+            r.find_element(By.CSS_SELECTOR, "td.run a").text for r in table.find_elements(By.CSS_SELECTOR, "tbody tr")
+        ]
 
     assert th.get_attribute("aria-sort") is None
     th.find_element(By.TAG_NAME, "button").click()
@@ -179,7 +215,8 @@ def test_regenerating_keeps_what_the_harness_did_not_write(tmp_path):
     (out / "notes.txt").write_text("mine", encoding="utf-8")
     write_site(out, {"index.html": "<p>new</p>", run_page_path("c", "kept"): "new"})
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == sorted(
-        [".aa-harness-site", ".git/HEAD", "CNAME", "notes.txt", "index.html", run_page_path("c", "kept")])
+        [".aa-harness-site", ".git/HEAD", "CNAME", "notes.txt", "index.html", run_page_path("c", "kept")]
+    )
     assert (out / "CNAME").read_text(encoding="utf-8") == "leaderboard.example.org\n"
     assert (out / "index.html").read_text(encoding="utf-8") == "<p>new</p>"
     assert not [p for p in out.iterdir() if p.name.startswith(".aa-output-set")]
@@ -241,8 +278,21 @@ def test_leaderboard_refuses_a_folder_that_is_not_a_site(tmp_path, site, capsys)
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "README.md").write_text("mine", encoding="utf-8")
-    assert main(["leaderboard", "--runs-dir", str(runs), "--out", str(tmp_path / "pages"), "--no-plots",
-                 "--html", str(folder)]) == 2
+    assert (
+        main(
+            [
+                "leaderboard",
+                "--runs-dir",
+                str(runs),
+                "--out",
+                str(tmp_path / "pages"),
+                "--no-plots",
+                "--html",
+                str(folder),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith("aa-harness: error:") and len(err.strip().splitlines()) == 1
     assert [p.name for p in folder.iterdir()] == ["README.md"]
@@ -263,11 +313,28 @@ def test_stale_runs_are_listed_apart_with_their_reason(tmp_path, site):
     shutil.copytree(site.parent / "runs", runs)
     shutil.copytree(site.parent / "runs-splits", tmp_path / "runs-splits")
     reason = "made on <v1> of the file"
-    (tmp_path / "stale.json").write_text(json.dumps({"runs": [
-        {"collection": "mixed", "run": "char-ngram", "manifests": "mixed", "reason": reason}]}), encoding="utf-8")
+    (tmp_path / "stale.json").write_text(
+        json.dumps({"runs": [{"collection": "mixed", "run": "char-ngram", "manifests": "mixed", "reason": reason}]}),
+        encoding="utf-8",
+    )
     out = tmp_path / "site"
-    assert main(["leaderboard", "--runs-dir", str(runs), "--out", str(tmp_path / "pages"), "--no-plots",
-                 "--html", str(out), "--record", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "leaderboard",
+                "--runs-dir",
+                str(runs),
+                "--out",
+                str(tmp_path / "pages"),
+                "--no-plots",
+                "--html",
+                str(out),
+                "--record",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     text = (out / "index.html").read_text(encoding="utf-8")
     tables, stale = text.split("<h2>Stale runs</h2>")
     assert ">char-ngram</a>" not in tables and ">bm25</a>" in tables

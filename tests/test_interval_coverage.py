@@ -7,6 +7,7 @@ interval holds 0. With N simulations the share covered has binomial SE sqrt(0.95
 fails in about 0.3% of runs. The seeds are fixed and the sums integers, so every CPU gets the same
 counts.
 """
+
 import json
 import math
 
@@ -27,6 +28,7 @@ TOLERANCE = 3 * math.sqrt(0.95 * 0.05 / SIMS)
 
 def committed_cluster_sums(collection: str, a: str = "char-ngram", b: str = "bm25"):
     """(summed Success@8 difference, queries) per query author of two committed runs, all seeds."""
+
     def ranks(run):
         folder = ROOT / "leaderboards" / "runs" / collection / run
         return first_ranks_by_key([json.loads(p.read_text()) for p in sorted(folder.glob("seed-*.json"))])

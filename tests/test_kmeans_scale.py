@@ -1,5 +1,6 @@
 """k-means++ on the device: deterministic per seed, and drawing several centroids a round
 (the large-k default) seeds about as well as one a round (exact k-means++)."""
+
 import numpy as np
 import pytest
 

@@ -4,16 +4,35 @@ Layers, bottom to top (ARCHITECTURE.md): foundation modules; data; evaluation; t
 its speed layer (`neural/fast`); the system contract, registry and neural assemblies; runs;
 reports; experiments (the step graph over the jobs); the CLI. The harness never imports a plugin package.
 """
+
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FOUNDATION = {"harness", "harness.errors", "harness.atomic", "harness.provenance", "harness.specs", "harness.hookspecs",
-              "harness.locations", "harness.record",
-              "harness.progress", "harness.hardware", "harness.output_set", "harness.user_key"}
-ASSEMBLY = {"harness.api", "harness.protocols", "harness.config", "harness.plugins", "harness.neural.system", "harness.neural.training"}
+FOUNDATION = {
+    "harness",
+    "harness.errors",
+    "harness.atomic",
+    "harness.provenance",
+    "harness.specs",
+    "harness.hookspecs",
+    "harness.locations",
+    "harness.record",
+    "harness.progress",
+    "harness.hardware",
+    "harness.output_set",
+    "harness.user_key",
+}
+ASSEMBLY = {
+    "harness.api",
+    "harness.protocols",
+    "harness.config",
+    "harness.plugins",
+    "harness.neural.system",
+    "harness.neural.training",
+}
 
 
 def layer(module: str) -> int:
@@ -21,9 +40,15 @@ def layer(module: str) -> int:
         return 0
     if module in ASSEMBLY:
         return 5
-    for prefix, rank in (("harness.data", 1), ("harness.evaluation", 2), ("harness.neural.fast", 4),
-                         ("harness.neural", 3), ("harness.runs", 6), ("harness.reports", 7),
-                         ("harness.experiments", 8)):
+    for prefix, rank in (
+        ("harness.data", 1),
+        ("harness.evaluation", 2),
+        ("harness.neural.fast", 4),
+        ("harness.neural", 3),
+        ("harness.runs", 6),
+        ("harness.reports", 7),
+        ("harness.experiments", 8),
+    ):
         if module == prefix or module.startswith(prefix + "."):
             return rank
     if module in ("harness.cli", "harness.__main__"):
@@ -57,8 +82,12 @@ def graph() -> dict[str, set[str]]:
 
 
 def test_every_import_points_down_the_layers():
-    up = [f"{m} (layer {layer(m)}) imports {t} (layer {layer(t)})"
-          for m, targets in graph().items() for t in targets if layer(t) > layer(m)]
+    up = [
+        f"{m} (layer {layer(m)}) imports {t} (layer {layer(t)})"
+        for m, targets in graph().items()
+        for t in targets
+        if layer(t) > layer(m)
+    ]
     assert not up, "\n".join(up)
 
 
@@ -71,7 +100,7 @@ def test_no_import_cycles():
         state[m] = 1
         for t in sorted(g[m]):
             if state.get(t) == 1:
-                cycles.append(" -> ".join(stack[stack.index(t):] + [t]))
+                cycles.append(" -> ".join(stack[stack.index(t) :] + [t]))
             elif t not in state:
                 visit(t, stack + [t])
         state[m] = 2
@@ -83,6 +112,10 @@ def test_no_import_cycles():
 
 
 def test_the_harness_imports_no_plugin():
-    found = [f"{module_name(p)} imports {i}" for p in (ROOT / "harness").rglob("*.py") for i in imports(p)
-             if i == "plugins" or i.startswith("plugins.")]
+    found = [
+        f"{module_name(p)} imports {i}"
+        for p in (ROOT / "harness").rglob("*.py")
+        for i in imports(p)
+        if i == "plugins" or i.startswith("plugins.")
+    ]
     assert not found, "\n".join(found)

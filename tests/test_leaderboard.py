@@ -9,21 +9,74 @@ def test_performance_page_renders_each_benchmark_kind(tmp_path):
     from harness.reports.performance import performance_page
 
     facts = {"device_name": "Test Card", "torch": "x"}
-    entry = {"seconds": 1.0, "tokens_per_s": 1000.0, "documents_per_s": 3.0, "tflops": 1.5, "max_tokens": 4096,
-             "path": "packed"}
+    entry = {
+        "seconds": 1.0,
+        "tokens_per_s": 1000.0,
+        "documents_per_s": 3.0,
+        "tflops": 1.5,
+        "max_tokens": 4096,
+        "path": "packed",
+    }
     agreement = {"rel_error_median": 1e-3, "rel_error_max": 2e-3, "top10_overlap": 0.99, "top1_agreement": 1.0}
-    write_result("encode", "tiny", facts, {"arch": "tiny"},
-                 {"naive": {"tokens_per_s": 250.0, "tflops": 0.4}, "harness": entry, "speedup": 4.0,
-                  "agreement": agreement, "variants": []}, tmp_path / "a.json")
-    write_result("seeds", "sbert-demo", facts, {"system": "sbert", "collection": "demo"},
-                 {"one_seed_seconds": 10.0, "four_seeds_seconds": 11.0, "ratio": 1.1}, tmp_path / "b.json")
-    write_result("batching", "d96", facts, {}, [{"documents": 4000, "authors": 2000, "dim": 96, "projected_dim": 32,
-                                                 "clusters": 438, "batches": 125, "seconds": 1.4,
-                                                 "kmeans_backend": "torch", "kmeans_device": "cuda"}], tmp_path / "c.json")
-    write_result("char-ngram-seeds", "char-ngram-demo", facts, {"collection": "demo"},
-                 {"before_one_seed_seconds": 10.0, "before_four_seeds_seconds": 40.0, "after_one_seed_seconds": 9.0,
-                  "after_four_seeds_seconds": 10.0, "before_ratio": 4.0, "after_ratio": 1.11, "four_seed_speedup": 4.0,
-                  "rankings_identical": True}, tmp_path / "d.json")
+    write_result(
+        "encode",
+        "tiny",
+        facts,
+        {"arch": "tiny"},
+        {
+            "naive": {"tokens_per_s": 250.0, "tflops": 0.4},
+            "harness": entry,
+            "speedup": 4.0,
+            "agreement": agreement,
+            "variants": [],
+        },
+        tmp_path / "a.json",
+    )
+    write_result(
+        "seeds",
+        "sbert-demo",
+        facts,
+        {"system": "sbert", "collection": "demo"},
+        {"one_seed_seconds": 10.0, "four_seeds_seconds": 11.0, "ratio": 1.1},
+        tmp_path / "b.json",
+    )
+    write_result(
+        "batching",
+        "d96",
+        facts,
+        {},
+        [
+            {
+                "documents": 4000,
+                "authors": 2000,
+                "dim": 96,
+                "projected_dim": 32,
+                "clusters": 438,
+                "batches": 125,
+                "seconds": 1.4,
+                "kmeans_backend": "torch",
+                "kmeans_device": "cuda",
+            }
+        ],
+        tmp_path / "c.json",
+    )
+    write_result(
+        "char-ngram-seeds",
+        "char-ngram-demo",
+        facts,
+        {"collection": "demo"},
+        {
+            "before_one_seed_seconds": 10.0,
+            "before_four_seeds_seconds": 40.0,
+            "after_one_seed_seconds": 9.0,
+            "after_four_seeds_seconds": 10.0,
+            "before_ratio": 4.0,
+            "after_ratio": 1.11,
+            "four_seed_speedup": 4.0,
+            "rankings_identical": True,
+        },
+        tmp_path / "d.json",
+    )
     page = performance_page(tmp_path)
     assert "| 4,000       | 2,000" in page and "torch on cuda" in page
     assert "one count matrix per collection" in page and "| True " in page
@@ -41,10 +94,14 @@ def test_training_paths_benchmark_compares_two_logs_of_one_run(tmp_path):
     from harness.reports.performance import training_paths_table
 
     def log(fast, seconds, losses, **extra):
-        return {"system": "sadiri-v2-reranker", "device": "cuda: X", "config": {"fast_training": fast, "lr": 1e-4, **extra},
-                "card": {"commit": "abc", "trained_at": "2026-11-26"},
-                "log": [{"loss": x} for x in losses] + [{"epoch_seconds": seconds, "tokens_per_second": 1000 / seconds,
-                                                          "docs_per_second": 10 / seconds}]}
+        return {
+            "system": "sadiri-v2-reranker",
+            "device": "cuda: X",
+            "config": {"fast_training": fast, "lr": 1e-4, **extra},
+            "card": {"commit": "abc", "trained_at": "2026-11-26"},
+            "log": [{"loss": x} for x in losses]
+            + [{"epoch_seconds": seconds, "tokens_per_second": 1000 / seconds, "docs_per_second": 10 / seconds}],
+        }
 
     record = compare(log(False, 4.0, [2.5, 2.4]), log(True, 2.0, [2.5, 2.3]), "rr")
     assert record["results"]["speedup"] == 2.0 and record["results"]["max_abs_loss_gap"] == pytest.approx(0.1)
@@ -94,12 +151,22 @@ def test_names_from_data_cannot_shift_a_column_or_become_markup(tmp_path):
     from tests.conftest import doc, write_jsonl
 
     genres = ("mail | 99.9", "<img src=x onerror=alert(1)>", "R&D")
-    recs = [doc(10 * a + g, f"author{a}", genres[g], f"document {g} of author {a}: " + " ".join(
-        f"w{(a * 7 + k) % 23}" for k in range(40))) for a in range(12) for g in range(3)]
+    recs = [
+        doc(
+            10 * a + g,
+            f"author{a}",
+            genres[g],
+            f"document {g} of author {a}: " + " ".join(f"w{(a * 7 + k) % 23}" for k in range(40)),
+        )
+        for a in range(12)
+        for g in range(3)
+    ]
     collection = write_jsonl(tmp_path / "mixed.jsonl", recs)
     runs, out = tmp_path / "runs", tmp_path / "pages"
-    assert main(["run", "bm25", "--collection", str(collection), "--seeds", "0", "--runs-dir", str(runs),
-                 "--no-progress"]) == 0
+    assert (
+        main(["run", "bm25", "--collection", str(collection), "--seeds", "0", "--runs-dir", str(runs), "--no-progress"])
+        == 0
+    )
     assert main(["leaderboard", "--runs-dir", str(runs), "--out", str(out), "--no-plots"]) == 0
     page = (out / "per-genre.md").read_text(encoding="utf-8")
     rows = [line for line in page.splitlines() if line.startswith("|")]
@@ -121,8 +188,29 @@ def test_the_leaderboard_lists_submitted_rankings_marked_as_submitted(tmp_path, 
     runs, out = tmp_path / "runs", tmp_path / "board"
     assert main(["run", "bm25", "--collection", "demo", "--seeds", "0", "--runs-dir", str(runs), "--no-progress"]) == 0
     rankings = runs / "demo" / "bm25" / "seed-0.rankings.jsonl.gz"
-    assert main(["submit", str(rankings), "--format", "rankings", "--collection", "demo", "--seed", "0", "--name",
-                 "mine", "--submitter", "A. Person", "--description", "bm25 | again", "--runs-dir", str(runs)]) == 0
+    assert (
+        main(
+            [
+                "submit",
+                str(rankings),
+                "--format",
+                "rankings",
+                "--collection",
+                "demo",
+                "--seed",
+                "0",
+                "--name",
+                "mine",
+                "--submitter",
+                "A. Person",
+                "--description",
+                "bm25 | again",
+                "--runs-dir",
+                str(runs),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["leaderboard", "--runs-dir", str(runs), "--out", str(out), "--no-plots"]) == 0
     page = (out / "main.md").read_text()
@@ -169,8 +257,9 @@ def test_a_describe_run_that_raises_loses_its_labels_not_the_pages(monkeypatch, 
     class Plugin:
         @hookimpl
         def register_systems(self, register):
-            register(SystemSpec("boom", "x:Y", "x:Z", capabilities=("rerank",),
-                                describe_run="tests.test_leaderboard:_boom"))
+            register(
+                SystemSpec("boom", "x:Y", "x:Z", capabilities=("rerank",), describe_run="tests.test_leaderboard:_boom")
+            )
             register(SystemSpec("gone", "x:Y", "x:Z", capabilities=("rerank",), describe_run="tests.nowhere:f"))
 
     reg = load_registry(plugin_manager(entrypoints=False, extra=(Plugin(),)))

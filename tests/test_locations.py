@@ -290,11 +290,18 @@ def test_pages_and_exports_show_the_plugin_version_beside_each_row(home, tmp_pat
         assert [r["plugin"] for r in csv.DictReader(f)] == [plugin_version(res)]
 
 
-@pytest.mark.parametrize("env, inside", [("AA_HARNESS_HOME", RECORD), ("AA_HARNESS_HOME", ROOT / "leaderboards" / "h"),
-                                         ("AA_HARNESS_CACHE", ROOT / "harness" / "c"),
-                                         ("AA_HARNESS_STORE", ROOT / "plugins" / "s")])
-def test_a_per_user_folder_inside_the_package_or_the_checkouts_files_is_one_line(env, inside, home, monkeypatch,
-                                                                                 capsys):
+@pytest.mark.parametrize(
+    "env, inside",
+    [
+        ("AA_HARNESS_HOME", RECORD),
+        ("AA_HARNESS_HOME", ROOT / "leaderboards" / "h"),
+        ("AA_HARNESS_CACHE", ROOT / "harness" / "c"),
+        ("AA_HARNESS_STORE", ROOT / "plugins" / "s"),
+    ],
+)
+def test_a_per_user_folder_inside_the_package_or_the_checkouts_files_is_one_line(
+    env, inside, home, monkeypatch, capsys
+):
     monkeypatch.setenv(env, str(inside))
     assert main(["where"]) == 2
     err = capsys.readouterr().err.strip()
@@ -309,13 +316,19 @@ def test_results_may_go_to_the_checkouts_runs_record_but_never_into_the_package(
     assert "is inside the harness package" in capsys.readouterr().err and not out.exists()
 
 
-@pytest.mark.parametrize("argv", [["topics", "--input", "{i}", "--out", "{pkg}/labels.json"],
-                                  ["leaderboard", "--runs-dir", "{runs}", "--out", "{pkg}/pages"],
-                                  ["export", "--runs-dir", "{runs}", "--out", "{pkg}/export"],
-                                  ["stage", "unpack", "{runs}", "--dest", "{pkg}/staged"],
-                                  ["curate", "--input", "{i}", "--out", "{pkg}/c.jsonl.gz", "--ner", "none"]])
-def test_an_output_inside_the_package_is_one_line_and_writes_nothing(argv, home, tmp_path, small_collection_file,
-                                                                     capsys):
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["topics", "--input", "{i}", "--out", "{pkg}/labels.json"],
+        ["leaderboard", "--runs-dir", "{runs}", "--out", "{pkg}/pages"],
+        ["export", "--runs-dir", "{runs}", "--out", "{pkg}/export"],
+        ["stage", "unpack", "{runs}", "--dest", "{pkg}/staged"],
+        ["curate", "--input", "{i}", "--out", "{pkg}/c.jsonl.gz", "--ner", "none"],
+    ],
+)
+def test_an_output_inside_the_package_is_one_line_and_writes_nothing(
+    argv, home, tmp_path, small_collection_file, capsys
+):
     pkg = ROOT / "harness" / "out-test"
     args = [a.format(i=small_collection_file, pkg=pkg, runs=tmp_path / "runs") for a in argv]
     assert main(args) == 2

@@ -1,5 +1,6 @@
 """A split manifest is accepted when the builder, given the data and the manifest's own settings and
 seed, builds the same manifest; its seed must match its file name."""
+
 from __future__ import annotations
 
 import json
@@ -41,10 +42,15 @@ def _reseal(path, edit):
     # recompute the manifest's own sha256 exactly as the harness does
     from harness.evaluation.splits import Query
 
-    s = Split(collection=obj["collection"], seed=obj["seed"],
-              queries=tuple(Query(q["documentID"], tuple(q["authorIDs"]), q["genre"]) for q in obj["queries"]),
-              candidates=tuple(obj["candidates"]), needles={k: tuple(v) for k, v in obj["needles"].items()},
-              builder=obj.get("builder", {}), source_sha256=obj.get("source_sha256", ""))
+    s = Split(
+        collection=obj["collection"],
+        seed=obj["seed"],
+        queries=tuple(Query(q["documentID"], tuple(q["authorIDs"]), q["genre"]) for q in obj["queries"]),
+        candidates=tuple(obj["candidates"]),
+        needles={k: tuple(v) for k, v in obj["needles"].items()},
+        builder=obj.get("builder", {}),
+        source_sha256=obj.get("source_sha256", ""),
+    )
     obj["sha256"] = s.sha256
     obj["counts"] = s.content()["counts"]
     path.write_text(json.dumps(obj, indent=1, sort_keys=True))
@@ -70,10 +76,14 @@ EDITS = {
     "a query dropped": _drop_first_query,
     "all queries but one dropped": _keep_one_query,
     "a query's needles cut to one": _one_needle,
-    "a candidate removed": lambda o: o["candidates"].pop(-1) if o["candidates"][-1] not in
-    {n for v in o["needles"].values() for n in v} else o["candidates"].pop(0),
-    "a distractor removed": lambda o: o["candidates"].remove(next(
-        c for c in o["candidates"] if c not in {n for v in o["needles"].values() for n in v})),
+    "a candidate removed": lambda o: (
+        o["candidates"].pop(-1)
+        if o["candidates"][-1] not in {n for v in o["needles"].values() for n in v}
+        else o["candidates"].pop(0)
+    ),
+    "a distractor removed": lambda o: o["candidates"].remove(
+        next(c for c in o["candidates"] if c not in {n for v in o["needles"].values() for n in v})
+    ),
     "author fraction": lambda o: o["builder"].update(author_fraction=0.25),
     "pool": lambda o: o["builder"].update(pool="paper"),
     "a cap on documents per (author, genre)": lambda o: o["builder"].update(max_per_author_genre=1),
@@ -92,8 +102,11 @@ def test_a_resealed_hand_edit_is_refused(env, tmp_path, capsys, edit, verb):
     path = folder / "seed-0.json"
     _reseal(path, EDITS[edit])
     before = snapshot(tmp_path / "splits")
-    args = {"run": ["run", "bm25", "--no-progress"], "split": ["split"],
-            "rerank": ["rerank", "sadiri-v2-reranker", "--first-stage", "bm25"]}[verb]
+    args = {
+        "run": ["run", "bm25", "--no-progress"],
+        "split": ["split"],
+        "rerank": ["rerank", "sadiri-v2-reranker", "--first-stage", "bm25"],
+    }[verb]
     line = one_line_error(*run_cli(capsys, *args, *base, "--seeds", "0")[::2])
     assert "seed-0.json" in line or "seed 0" in line
     assert snapshot(tmp_path / "splits") == before
@@ -110,8 +123,16 @@ def test_a_manifest_copied_to_another_seed_name_is_refused(env, tmp_path, capsys
         res = tmp_path / "runs" / "tiny" / "bm25"
         shutil.copy(res / "seed-0.json", res / "seed-2001.json")
         shutil.copy(folder / "seed-0.json", folder / "seed-2001.json")
-        args = ["leaderboard", "--runs-dir", tmp_path / "runs", "--splits-dir", tmp_path / "splits", "--out",
-                tmp_path / "lb", "--no-plots"]
+        args = [
+            "leaderboard",
+            "--runs-dir",
+            tmp_path / "runs",
+            "--splits-dir",
+            tmp_path / "splits",
+            "--out",
+            tmp_path / "lb",
+            "--no-plots",
+        ]
     else:
         shutil.copy(folder / "seed-0.json", folder / "seed-2001.json")
         args = [*(["run", "bm25", "--no-progress"] if verb == "run" else ["split"]), *base, "--seeds", "2001"]
@@ -135,15 +156,30 @@ def test_a_manifest_in_another_collections_folder_is_refused(env, tmp_path, caps
 
 @hostile("split setting out of range", "clear error")
 @pytest.mark.parametrize("verb", ["split", "run"])
-@pytest.mark.parametrize("option,value,words", [
-    ("--max-per-author-genre", "-1", "max documents per (author, genre) must be a whole number of at least 1"),
-    ("--author-fraction", "1.5", "author fraction must be in (0, 1]"),
-    ("--author-fraction", "0", "author fraction must be in (0, 1]"),
-])
+@pytest.mark.parametrize(
+    "option,value,words",
+    [
+        ("--max-per-author-genre", "-1", "max documents per (author, genre) must be a whole number of at least 1"),
+        ("--author-fraction", "1.5", "author fraction must be in (0, 1]"),
+        ("--author-fraction", "0", "author fraction must be in (0, 1]"),
+    ],
+)
 def test_a_split_setting_out_of_range_is_one_line(tmp_path, coll, capsys, verb, option, value, words):
     args = {"split": ["split", "--overwrite"], "run": ["run", "bm25", "--no-progress"]}[verb]
-    line = one_line_error(*run_cli(capsys, *args, "--collection", coll, "--runs-dir", tmp_path / "runs",
-                                   "--splits-dir", tmp_path / "splits", option, value)[::2])
+    line = one_line_error(
+        *run_cli(
+            capsys,
+            *args,
+            "--collection",
+            coll,
+            "--runs-dir",
+            tmp_path / "runs",
+            "--splits-dir",
+            tmp_path / "splits",
+            option,
+            value,
+        )[::2]
+    )
     assert words in line
     assert not (tmp_path / "splits").exists() and not (tmp_path / "runs").exists()
 
@@ -158,8 +194,11 @@ def test_a_manifest_recording_a_cap_out_of_range_is_one_line(env, tmp_path, cap)
     folder, base = env
     path = folder / "seed-0.json"
     _reseal(path, lambda o: o["builder"].update(max_per_author_genre=cap))
-    with pytest.raises(DataError, match=r"^[^\n]*seed-0.json: rebuilding it from its builder record fails "
-                                        r"\(max documents per \(author, genre\) must be a whole number of at least 1"):
+    with pytest.raises(
+        DataError,
+        match=r"^[^\n]*seed-0.json: rebuilding it from its builder record fails "
+        r"\(max documents per \(author, genre\) must be a whole number of at least 1",
+    ):
         check_by_rebuilding(read_manifest(path), path, load_collection("tiny", [base[1]]))
 
 
@@ -242,8 +281,16 @@ def test_without_the_data_the_sha_and_structure_checks_still_apply(env, tmp_path
     folder, base = env
     assert run_cli(capsys, "run", "bm25", "--no-progress", *base, "--seeds", "0")[0] == 0
     coll.unlink()
-    lb = ["leaderboard", "--runs-dir", tmp_path / "runs", "--splits-dir", tmp_path / "splits", "--out", tmp_path / "lb",
-          "--no-plots"]
+    lb = [
+        "leaderboard",
+        "--runs-dir",
+        tmp_path / "runs",
+        "--splits-dir",
+        tmp_path / "splits",
+        "--out",
+        tmp_path / "lb",
+        "--no-plots",
+    ]
     assert run_cli(capsys, *lb)[0] == 0
     text = (folder / "seed-0.json").read_text()
     (folder / "seed-0.json").write_text(text.replace('"a0"', '"a9"', 1))  # edited, not resealed
@@ -264,8 +311,11 @@ def test_every_committed_manifest_rebuilds(corpora, tmp_path, monkeypatch):
     # a collection's earlier manifests, kept under another name for the runs made on them, are checked
     # against the collection that reads that data in tests/test_splits.py
     kept = {e.manifests for e in load_stale(COMMITTED.parent).values()}
-    kept |= {p.name for p in committed_splits().iterdir() if p.is_dir()
-             and json.loads(next(p.glob("seed-*.json")).read_text(encoding="utf-8"))["collection"] != p.name}
+    kept |= {
+        p.name
+        for p in committed_splits().iterdir()
+        if p.is_dir() and json.loads(next(p.glob("seed-*.json")).read_text(encoding="utf-8"))["collection"] != p.name
+    }
     n = 0
     for folder in sorted(p for p in committed_splits().iterdir() if p.is_dir() and p.name not in kept):
         collection = reg.collection(folder.name).load(None)

@@ -44,9 +44,11 @@ def test_hand_computed_with_ties_and_multi_needle():
 def test_a_ranking_with_every_score_tied_is_a_miss_whatever_the_ids():
     """A constant scorer says nothing; by the id tie-break alone it once scored on how ids sort."""
     needles = {"q1": {"a"}, "q2": {"a"}, "q3": {"a"}}
-    rankings = {"q1": [("a", 0.0), ("b", 0.0), ("c", 0.0)],  # the needle first by id
-                "q2": [("a", 1.0)],  # one candidate: nothing tied
-                "q3": [("b", 2.0), ("a", 2.0), ("c", 1.0)]}  # a tie at the top only: the tie rule decides
+    rankings = {
+        "q1": [("a", 0.0), ("b", 0.0), ("c", 0.0)],  # the needle first by id
+        "q2": [("a", 1.0)],  # one candidate: nothing tied
+        "q3": [("b", 2.0), ("a", 2.0), ("c", 1.0)],
+    }  # a tie at the top only: the tie rule decides
     ev = evaluate(rankings, needles, {q: "g" for q in needles})
     assert ev["first_needle_rank"] == {"q1": None, "q2": 1, "q3": 1}
 
@@ -97,7 +99,9 @@ def test_against_ir_measures_on_tie_free_rankings():
         qrels += [ir_measures.Qrel(qid, n, 1) for n in needles[qid]]
         run += [ir_measures.ScoredDoc(qid, c, s) for c, s in ranked]
     ours = evaluate(rankings, needles, {q: "g" for q in needles})["metrics"]
-    theirs = ir_measures.calc_aggregate([ir_measures.Success @ 8, ir_measures.Success @ 100, ir_measures.RR @ 20], qrels, run)
+    theirs = ir_measures.calc_aggregate(
+        [ir_measures.Success @ 8, ir_measures.Success @ 100, ir_measures.RR @ 20], qrels, run
+    )
     assert ours["success@8"] == pytest.approx(theirs[ir_measures.Success @ 8], abs=1e-9)
     assert ours["success@100"] == pytest.approx(theirs[ir_measures.Success @ 100], abs=1e-9)
     assert ours["mrr@20"] == pytest.approx(theirs[ir_measures.RR @ 20], abs=1e-9)

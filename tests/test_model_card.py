@@ -1,4 +1,5 @@
 """Model cards and content addresses, without training (the trained path: test_neural_systems)."""
+
 import json
 
 from harness.data.documents import Document
@@ -17,12 +18,31 @@ def test_card_from_sections_data_and_log(tmp_path):
     data = training_data_fingerprint(docs, ["/somewhere/train.jsonl.gz"])
     assert data == training_data_fingerprint(list(reversed(docs)), ["train.jsonl.gz"])  # order-free, no paths
     assert (data["documents"], data["authors"], data["files"]) == (3, 2, ["train.jsonl.gz"])
-    sections = {"recipe": {"queries_per_batch": 4, "grad_accumulation": 10, "author_fraction": 0.1, "seed": 7},
-                "training run": {"max_steps": 0}, "inference": {"prefix_reuse": True}}
-    log = {"device": "cpu: test", "world_size": 2, "steps": 3, "log": [{"loss": 2.5}, {"epoch": 0, "epoch_seconds": 1}, {"loss": 2.0}]}
+    sections = {
+        "recipe": {"queries_per_batch": 4, "grad_accumulation": 10, "author_fraction": 0.1, "seed": 7},
+        "training run": {"max_steps": 0},
+        "inference": {"prefix_reuse": True},
+    }
+    log = {
+        "device": "cpu: test",
+        "world_size": 2,
+        "steps": 3,
+        "log": [{"loss": 2.5}, {"epoch": 0, "epoch_seconds": 1}, {"loss": 2.0}],
+    }
     card = model_card(system="sadiri-v2-reranker", sections=sections, data=data, train_log=log, commit="abc")
-    assert card["global_batch"] == {"unit": "queries", "per_batch": 4, "grad_accumulation": 10, "per_optimizer_step": 40}
-    assert (card["author_fraction"], card["seed"], card["final_loss"], card["steps"], card["world_size"]) == (0.1, 7, 2.0, 3, 2)
+    assert card["global_batch"] == {
+        "unit": "queries",
+        "per_batch": 4,
+        "grad_accumulation": 10,
+        "per_optimizer_step": 40,
+    }
+    assert (card["author_fraction"], card["seed"], card["final_loss"], card["steps"], card["world_size"]) == (
+        0.1,
+        7,
+        2.0,
+        3,
+        2,
+    )
     assert "prefix_reuse" not in json.dumps(card["recipe"])  # inference settings are not the recipe
 
     folder = tmp_path / "model"

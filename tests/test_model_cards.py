@@ -1,6 +1,7 @@
 """A trained model's card is checked against the run that uses it: another system's or another
 backbone's card is an error, a max-length mismatch a warning naming the value used, a malformed
 card one line naming the file."""
+
 from __future__ import annotations
 
 import json
@@ -25,21 +26,47 @@ def _model(tmp_path, card) -> str:
 
 def _run(capsys, tmp_path, system, model, *extra):
     verb = ["rerank", system, "--first-stage", "bm25"] if "reranker" in system else ["run", system, "--no-progress"]
-    return run_cli(capsys, *verb, "--collection", "demo", "--seeds", "0", "--runs-dir", tmp_path / "runs", "--splits-dir",
-                   SPLITS, "--set", f"model={model}", *extra)
+    return run_cli(
+        capsys,
+        *verb,
+        "--collection",
+        "demo",
+        "--seeds",
+        "0",
+        "--runs-dir",
+        tmp_path / "runs",
+        "--splits-dir",
+        SPLITS,
+        "--set",
+        f"model={model}",
+        *extra,
+    )
 
 
 MISMATCHED = {
     "another system's card": ("sadiri", {"system": "luar", "recipe": {"backbone": ROBERTA}}, "system 'luar'"),
-    "another backbone's card": ("sadiri", {"system": "sadiri", "recipe": {"backbone": "org/other"}}, "backbone",
-                                f"backbone={ROBERTA}"),
-    "a retriever's card for a reranker": ("sadiri-v2-reranker", {"system": "sadiri-v2-retriever", "recipe": {}},
-                                          "system 'sadiri-v2-retriever'"),
-    "a reranker's card for a retriever": ("sadiri-v2-retriever", {"system": "sadiri-v2-reranker", "recipe": {}},
-                                          "system 'sadiri-v2-reranker'"),
-    "another backbone for the reranker": ("sadiri-v2-reranker",
-                                          {"system": "sadiri-v2-reranker", "recipe": {"backbone": "org/other"}},
-                                          "backbone", "backbone=mistralai/Mistral-Nemo-Base-2407"),
+    "another backbone's card": (
+        "sadiri",
+        {"system": "sadiri", "recipe": {"backbone": "org/other"}},
+        "backbone",
+        f"backbone={ROBERTA}",
+    ),
+    "a retriever's card for a reranker": (
+        "sadiri-v2-reranker",
+        {"system": "sadiri-v2-retriever", "recipe": {}},
+        "system 'sadiri-v2-retriever'",
+    ),
+    "a reranker's card for a retriever": (
+        "sadiri-v2-retriever",
+        {"system": "sadiri-v2-reranker", "recipe": {}},
+        "system 'sadiri-v2-reranker'",
+    ),
+    "another backbone for the reranker": (
+        "sadiri-v2-reranker",
+        {"system": "sadiri-v2-reranker", "recipe": {"backbone": "org/other"}},
+        "backbone",
+        "backbone=mistralai/Mistral-Nemo-Base-2407",
+    ),
 }
 
 
@@ -92,12 +119,15 @@ def test_a_max_length_mismatch_is_a_warning_naming_the_value_used(tmp_path, caps
 
 
 @hostile("model cards", "held")
-@pytest.mark.parametrize("card", [
-    {"system": "sadiri", "recipe": {"backbone": ROBERTA, "max_length": 512}},
-    {"system": "sadiri", "recipe": {}},
-    {"hidden_size": 8},  # a plugin's own fields, no card fields yet
-    None,
-])
+@pytest.mark.parametrize(
+    "card",
+    [
+        {"system": "sadiri", "recipe": {"backbone": ROBERTA, "max_length": 512}},
+        {"system": "sadiri", "recipe": {}},
+        {"hidden_size": 8},  # a plugin's own fields, no card fields yet
+        None,
+    ],
+)
 def test_a_matching_or_silent_card_passes(card):
     from harness.runs.models import check_card
 
@@ -126,12 +156,19 @@ def test_a_trained_model_brings_its_backbone_from_its_card(tmp_path, capsys, mon
     one_line_error(code, err)  # then this stand-in folder fails to load: it holds no weights
 
 
-@pytest.mark.parametrize("overrides, card, expected", [
-    ({}, {"system": "sadiri", "recipe": {"backbone": "org/a"}}, "org/a"),
-    ({"backbone": "org/b"}, {"system": "sadiri", "recipe": {"backbone": "org/a"}}, "org/b"),  # explicit wins (then refused)
-    ({}, {"system": "luar", "recipe": {"backbone": "org/a"}}, None),  # another system's card gives nothing
-    ({}, {"system": "sadiri", "recipe": {}}, None),
-])
+@pytest.mark.parametrize(
+    "overrides, card, expected",
+    [
+        ({}, {"system": "sadiri", "recipe": {"backbone": "org/a"}}, "org/a"),
+        (
+            {"backbone": "org/b"},
+            {"system": "sadiri", "recipe": {"backbone": "org/a"}},
+            "org/b",
+        ),  # explicit wins (then refused)
+        ({}, {"system": "luar", "recipe": {"backbone": "org/a"}}, None),  # another system's card gives nothing
+        ({}, {"system": "sadiri", "recipe": {}}, None),
+    ],
+)
 def test_with_card_backbone(tmp_path, overrides, card, expected):
     from harness.runs.models import with_card_backbone
     from plugins.sadiri.config import SADIRIConfig

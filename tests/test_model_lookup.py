@@ -1,4 +1,5 @@
 """Model lookup: local copies first, a bounded hub probe, one line when nothing has the model."""
+
 from __future__ import annotations
 
 import time
@@ -62,7 +63,8 @@ def test_model_lookup_order(no_models, monkeypatch):
 
 
 def test_cli_run_without_a_model_copy_is_one_line(no_models, tmp_path, capsys):
-    code = main(["run", "sbert", "--collection", "demo", "--seeds", "0", "--runs-dir", str(tmp_path / "runs"),
-                 "--no-progress"])
+    code = main(
+        ["run", "sbert", "--collection", "demo", "--seeds", "0", "--runs-dir", str(tmp_path / "runs"), "--no-progress"]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "huggingface-cli download" in err[0]

@@ -18,10 +18,20 @@ class _R:
 
 def test_a_page_counts_the_best_row_against_the_baseline_once():
     names = ["bm25", "a", "b", "best"]
-    assert pairs_shown(names, "best", "bm25") == [("bm25", "best"), ("a", "best"), ("a", "bm25"), ("b", "best"),
-                                                   ("b", "bm25")]
-    p = {frozenset(("bm25", "best")): 0.001, frozenset(("a", "best")): 0.04, frozenset(("a", "bm25")): 0.2,
-         frozenset(("b", "best")): 0.011, frozenset(("b", "bm25")): 0.5}
+    assert pairs_shown(names, "best", "bm25") == [
+        ("bm25", "best"),
+        ("a", "best"),
+        ("a", "bm25"),
+        ("b", "best"),
+        ("b", "bm25"),
+    ]
+    p = {
+        frozenset(("bm25", "best")): 0.001,
+        frozenset(("a", "best")): 0.04,
+        frozenset(("a", "bm25")): 0.2,
+        frozenset(("b", "best")): 0.011,
+        frozenset(("b", "bm25")): 0.5,
+    }
     tests = page_tests(names, "best", "bm25", lambda x, y: _R(p[frozenset((x, y))]))
     assert tests.n == 5 and tests.raw_below == 3 and tests.holm_below == 2  # 0.005, 0.044 stay; 0.04 * 3 does not
     assert marks("a", "best", "bm25", tests) == "*"

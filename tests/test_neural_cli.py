@@ -1,4 +1,5 @@
 """`aa-harness train` then `aa-harness run --model` end to end, on a tiny model."""
+
 import json
 
 import pytest
@@ -15,16 +16,58 @@ pytestmark = pytest.mark.slow
 def test_train_then_run_sadiri_from_the_cli(tiny_bert_dir, tmp_path, isolated_cache):
     from tests.test_neural_systems import _train_docs
 
-    train = write_jsonl(tmp_path / "train.jsonl", [
-        {"documentID": d.documentID, "authorIDs": list(d.authorIDs), "fullText": d.fullText, "genre": d.genre}
-        for d in _train_docs()])
+    train = write_jsonl(
+        tmp_path / "train.jsonl",
+        [
+            {"documentID": d.documentID, "authorIDs": list(d.authorIDs), "fullText": d.fullText, "genre": d.genre}
+            for d in _train_docs()
+        ],
+    )
     common = ["--set", f"backbone={tiny_bert_dir}", "--set", "max_length=64", "--set", "device=cpu"]
-    assert main(["train", "sadiri", "--train", str(train), "--out", str(tmp_path / "m"), *common,
-                 "--set", "authors_per_batch=4", "--set", "max_steps=2", "--set", "grad_checkpointing=false"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "sadiri",
+                "--train",
+                str(train),
+                "--out",
+                str(tmp_path / "m"),
+                *common,
+                "--set",
+                "authors_per_batch=4",
+                "--set",
+                "max_steps=2",
+                "--set",
+                "grad_checkpointing=false",
+            ]
+        )
+        == 0
+    )
     assert json.loads((tmp_path / "m" / "train_config.json").read_text())["config"]["max_steps"] == 2
-    assert main(["run", "sadiri", "--model", str(tmp_path / "m" / "model"), *common, "--collection", "demo",
-                 "--seeds", "0", "--name", "sadiri-tiny", "--runs-dir", str(tmp_path / "runs"),
-                 "--splits-dir", str(RECORD), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "sadiri",
+                "--model",
+                str(tmp_path / "m" / "model"),
+                *common,
+                "--collection",
+                "demo",
+                "--seeds",
+                "0",
+                "--name",
+                "sadiri-tiny",
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--splits-dir",
+                str(RECORD),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     res = read_result(tmp_path / "runs" / "demo" / "sadiri-tiny" / "seed-0.json")
     # the model is recorded by content hash and card, never by the machine path it was read from
     assert res["system"] == "sadiri" and res["config"]["model"].startswith("sha256:")

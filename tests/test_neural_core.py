@@ -1,4 +1,5 @@
 """Shared neural machinery: batching, loss, clustering, hard-negative batches, search, cache."""
+
 import random
 
 import numpy as np
@@ -112,8 +113,9 @@ def test_backbone_without_gradient_checkpointing_trains_without_it():
 
     from harness.neural.encoder import checkpoint_backbone
 
-    mpnet = MPNetModel(MPNetConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                   intermediate_size=32))
+    mpnet = MPNetModel(
+        MPNetConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
+    )
     assert checkpoint_backbone(mpnet) is False
 
 

@@ -1,5 +1,6 @@
 """The bi-encoder plugins on tiny models built from configs: training lowers the loss,
 save/load round trips, the embedding cache, resume, LUAR's released layout, DDP."""
+
 import json
 
 import numpy as np
@@ -14,7 +15,6 @@ from harness.neural.training import losses  # noqa: E402
 pytestmark = pytest.mark.slow
 
 
-
 def _same_weights(a, b) -> bool:
     """Weights after the same optimizer steps: equal to float tolerance, but for the few elements whose gradient
     is ~0, where Adam's first step (about lr * sign(gradient)) follows the last bits of a sum that threads or
@@ -25,6 +25,7 @@ def _same_weights(a, b) -> bool:
         return False
     off = sum(int((~torch.isclose(a[k], b[k], rtol=1e-4, atol=1e-5)).sum()) for k in a)
     return off <= 1e-4 * sum(v.numel() for v in a.values())
+
 
 def _train_docs(n_authors=12):
     """Two documents per author, from the synthetic demo's foreground authors."""
@@ -38,8 +39,17 @@ def _train_docs(n_authors=12):
 def _sadiri_config(backbone, **kw):
     from plugins.sadiri.config import SADIRIConfig
 
-    base = dict(backbone=str(backbone), max_length=64, authors_per_batch=12, epochs=1, lr=1e-3, tau=0.1,
-                hard_negatives=False, grad_checkpointing=False, device="cpu")
+    base = dict(
+        backbone=str(backbone),
+        max_length=64,
+        authors_per_batch=12,
+        epochs=1,
+        lr=1e-3,
+        tau=0.1,
+        hard_negatives=False,
+        grad_checkpointing=False,
+        device="cpu",
+    )
     return SADIRIConfig(**{**base, **kw})
 
 
@@ -66,8 +76,11 @@ def test_sadiri_training_lowers_loss_and_round_trips(tiny_bert_dir, tmp_path, is
 def test_hard_negative_training_runs_each_epoch(tiny_bert_dir, tmp_path, isolated_cache):
     from plugins.sadiri.system import train
 
-    train(_sadiri_config(tiny_bert_dir, epochs=2, authors_per_batch=4, hard_negatives=True), _train_docs(),
-          tmp_path / "hn")
+    train(
+        _sadiri_config(tiny_bert_dir, epochs=2, authors_per_batch=4, hard_negatives=True),
+        _train_docs(),
+        tmp_path / "hn",
+    )
     log = json.loads((tmp_path / "hn" / "train_log.json").read_text())
     assert {e["epoch"] for e in log["log"] if "loss" in e} == {0, 1}
     assert sum(1 for e in log["log"] if "loss" in e) == 2 * 3  # 12 authors / 4 a batch, twice
@@ -93,11 +106,19 @@ def test_resume_from_checkpoint_gives_the_same_model(tiny_bert_dir, tmp_path, is
     from plugins.sadiri.system import train
 
     docs = _train_docs()
-    straight = train(_sadiri_config(tiny_bert_dir, epochs=2, authors_per_batch=4, checkpoint_every=1), docs, tmp_path / "a")
-    train(_sadiri_config(tiny_bert_dir, epochs=2, authors_per_batch=4, checkpoint_every=1, max_steps=4), docs, tmp_path / "b")
+    straight = train(
+        _sadiri_config(tiny_bert_dir, epochs=2, authors_per_batch=4, checkpoint_every=1), docs, tmp_path / "a"
+    )
+    train(
+        _sadiri_config(tiny_bert_dir, epochs=2, authors_per_batch=4, checkpoint_every=1, max_steps=4),
+        docs,
+        tmp_path / "b",
+    )
     progress = json.loads((tmp_path / "b" / "checkpoint" / "progress.json").read_text())
     assert progress["steps_done"] == 4 and progress["epoch"] == 1  # stopped inside the second epoch
-    resumed = train(_sadiri_config(tiny_bert_dir, epochs=2, authors_per_batch=4, checkpoint_every=1), docs, tmp_path / "b")
+    resumed = train(
+        _sadiri_config(tiny_bert_dir, epochs=2, authors_per_batch=4, checkpoint_every=1), docs, tmp_path / "b"
+    )
     from safetensors.torch import load_file
 
     wa, wb = load_file(straight / "model.safetensors"), load_file(resumed / "model.safetensors")
@@ -110,8 +131,17 @@ def test_resume_from_checkpoint_gives_the_same_model(tiny_bert_dir, tmp_path, is
 def _v2_config(backbone, **kw):
     from plugins.sadiri_v2.config import RetrieverConfig
 
-    base = dict(backbone=str(backbone), max_length=64, authors_per_batch=12, epochs=6, lr=1e-3, tau=0.1,
-                hard_negatives=False, grad_checkpointing=True, device="cpu")
+    base = dict(
+        backbone=str(backbone),
+        max_length=64,
+        authors_per_batch=12,
+        epochs=6,
+        lr=1e-3,
+        tau=0.1,
+        hard_negatives=False,
+        grad_checkpointing=True,
+        device="cpu",
+    )
     return RetrieverConfig(**{**base, **kw})
 
 
@@ -127,7 +157,11 @@ def test_v2_retriever_trains_lora_and_projection_only_and_round_trips(tiny_qwen3
     assert (lora.r, lora.lora_alpha, lora.lora_dropout, lora.bias) == (16, 32, 0.05, "none")
     assert set(lora.target_modules) == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
 
-    out = train(_v2_config(tiny_qwen3_dir, hard_negatives=True, project_for_clustering=True, authors_per_batch=6), _train_docs(), tmp_path / "v2")
+    out = train(
+        _v2_config(tiny_qwen3_dir, hard_negatives=True, project_for_clustering=True, authors_per_batch=6),
+        _train_docs(),
+        tmp_path / "v2",
+    )
     curve = losses(json.loads((tmp_path / "v2" / "train_log.json").read_text()))
     assert curve[-1] < curve[0], curve
     assert (out / "adapter" / "adapter_config.json").is_file() and (out / "projection.safetensors").is_file()
@@ -194,18 +228,34 @@ def test_luar_training_lowers_loss(tiny_bert_dir, tmp_path, isolated_cache):
     from plugins.luar.config import LUARConfig
     from plugins.luar.system import LUARSystem, train
 
-    cfg = LUARConfig(backbone=str(tiny_bert_dir), checkpoint=None, max_chunks=2, authors_per_batch=12, epochs=8,
-                     lr=1e-3, tau=0.1, grad_checkpointing=False, device="cpu")
+    cfg = LUARConfig(
+        backbone=str(tiny_bert_dir),
+        checkpoint=None,
+        max_chunks=2,
+        authors_per_batch=12,
+        epochs=8,
+        lr=1e-3,
+        tau=0.1,
+        grad_checkpointing=False,
+        device="cpu",
+    )
     out = train(cfg, _train_docs(), tmp_path / "luar")
     curve = losses(json.loads((tmp_path / "luar" / "train_log.json").read_text()))
     assert curve[-1] < curve[0] * 0.8, curve
-    vecs = LUARSystem(LUARConfig(backbone=str(tiny_bert_dir), model=str(out), max_chunks=2, device="cpu")).encode(_train_docs()[:3])
+    vecs = LUARSystem(LUARConfig(backbone=str(tiny_bert_dir), model=str(out), max_chunks=2, device="cpu")).encode(
+        _train_docs()[:3]
+    )
     assert vecs.shape == (3, 512)
 
 
-@pytest.mark.parametrize("system,weights", [("sadiri", ["model.safetensors"]),
-                                            ("sadiri-v2", ["adapter/adapter_model.safetensors", "projection.safetensors"]),
-                                            ("sadiri-v2-reranker", ["adapter/adapter_model.safetensors", "head.safetensors"])])
+@pytest.mark.parametrize(
+    "system,weights",
+    [
+        ("sadiri", ["model.safetensors"]),
+        ("sadiri-v2", ["adapter/adapter_model.safetensors", "projection.safetensors"]),
+        ("sadiri-v2-reranker", ["adapter/adapter_model.safetensors", "head.safetensors"]),
+    ],
+)
 def test_ddp_step_equals_single_process_step(system, weights, tiny_bert_dir, tiny_qwen3_dir, tmp_path):
     """Two processes (gloo, CPU) with the global batch split between them give the same loss
     and the same updated weights as one process with the whole batch (SADIRI-v2: fresh LoRA
@@ -225,8 +275,19 @@ def test_ddp_step_equals_single_process_step(system, weights, tiny_bert_dir, tin
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", f"--master_port={port}",
-               "--master_addr=127.0.0.1", str(ROOT / "tests" / "ddp_worker.py"), system, str(backbone), str(out), "2"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            f"--nproc_per_node={nproc}",
+            f"--master_port={port}",
+            "--master_addr=127.0.0.1",
+            str(ROOT / "tests" / "ddp_worker.py"),
+            system,
+            str(backbone),
+            str(out),
+            "2",
+        ]
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         state = {f"{w}:{k}": v for w in weights for k, v in load_file(out / "model" / w).items()}
@@ -269,24 +330,51 @@ def test_train_writes_a_model_card_and_runs_record_the_model_by_content(tiny_ber
     from tests.conftest import RECORD, write_jsonl
 
     docs = _train_docs()
-    data = write_jsonl(tmp_path / "train.jsonl", [{"documentID": d.documentID, "authorIDs": list(d.authorIDs),
-                                                   "fullText": d.fullText, "genre": d.genre} for d in docs])
+    data = write_jsonl(
+        tmp_path / "train.jsonl",
+        [
+            {"documentID": d.documentID, "authorIDs": list(d.authorIDs), "fullText": d.fullText, "genre": d.genre}
+            for d in docs
+        ],
+    )
     reg = load_registry()
-    sets = {"backbone": str(tiny_bert_dir), "max_length": "32", "authors_per_batch": "6", "epochs": "1", "lr": "1e-3",
-            "tau": "0.1", "hard_negatives": "false", "grad_checkpointing": "false", "device": "cpu", "cache": "false"}
+    sets = {
+        "backbone": str(tiny_bert_dir),
+        "max_length": "32",
+        "authors_per_batch": "6",
+        "epochs": "1",
+        "lr": "1e-3",
+        "tau": "0.1",
+        "hard_negatives": "false",
+        "grad_checkpointing": "false",
+        "device": "cpu",
+        "cache": "false",
+    }
     model = train_job(reg, "sadiri", [data], tmp_path / "out", sets)
     card = json.loads((model / "aa_model.json").read_text())
     assert card["system"] == "sadiri" and card["pooling"] == "mean"  # the plugin's own fields stay
     assert card["recipe"]["authors_per_batch"] == 6 and "encode_max_tokens" not in card["recipe"]
-    assert card["training_data"]["sha256"] == training_data_fingerprint(
-        [Document(d.documentID, d.authorIDs, d.fullText, d.genre) for d in docs])["sha256"]
+    assert (
+        card["training_data"]["sha256"]
+        == training_data_fingerprint([Document(d.documentID, d.authorIDs, d.fullText, d.genre) for d in docs])["sha256"]
+    )
     assert card["training_data"]["authors"] == 12 and card["author_fraction"] == 1.0 and card["seed"] == 0
     assert card["steps"] == 2 and isinstance(card["final_loss"], float) and card["device"].startswith("cpu")
     assert card["global_batch"] == {"unit": "authors", "per_batch": 6, "grad_accumulation": 1, "per_optimizer_step": 6}
     assert card["commit"]
-    out = run_job(reg, RunJob(systems=["sadiri"], collection="demo", seeds=[0], runs_dir=tmp_path / "runs",
-                              splits_dir=RECORD, overrides={**sets, "model": str(model)}, progress=False),
-                  log=lambda *_: None)
+    out = run_job(
+        reg,
+        RunJob(
+            systems=["sadiri"],
+            collection="demo",
+            seeds=[0],
+            runs_dir=tmp_path / "runs",
+            splits_dir=RECORD,
+            overrides={**sets, "model": str(model)},
+            progress=False,
+        ),
+        log=lambda *_: None,
+    )
     res = read_result(out[0].path)
     assert res["config"]["model"] == f"sha256:{content_sha256(model)}"
     assert res["extra"]["model_card"]["training_data"] == card["training_data"] and str(tmp_path) not in json.dumps(res)
@@ -313,7 +401,9 @@ def test_v2_centered_unit_projection_starts_the_dot_product_loss_at_cosine_scale
     assert torch.equal(model.projection.weight, again.projection.weight)
 
 
-def test_v2_fast_training_gives_the_plain_paths_losses_and_weights(tiny_qwen3_dir, tmp_path, isolated_cache, monkeypatch):
+def test_v2_fast_training_gives_the_plain_paths_losses_and_weights(
+    tiny_qwen3_dir, tmp_path, isolated_cache, monkeypatch
+):
     """--set fast_training=true (the fused, packed LoRA step) trains as the Hugging Face forward does (fp32, no dropout)."""
     from safetensors.torch import load_file
 
@@ -329,12 +419,21 @@ def test_v2_fast_training_gives_the_plain_paths_losses_and_weights(tiny_qwen3_di
     monkeypatch.setattr(lora_train, "embed_for_training", counted)
     runs = {}
     for fast in (False, True):
-        cfg = _v2_config(tiny_qwen3_dir, authors_per_batch=6, max_steps=3, lora_dropout=0.0, grad_checkpointing=False,
-                         fast_training=fast)
+        cfg = _v2_config(
+            tiny_qwen3_dir,
+            authors_per_batch=6,
+            max_steps=3,
+            lora_dropout=0.0,
+            grad_checkpointing=False,
+            fast_training=fast,
+        )
         out = train(cfg, _train_docs(), tmp_path / str(fast))
         log = json.loads((tmp_path / str(fast) / "train_log.json").read_text())
-        runs[fast] = (losses(log), load_file(out / "adapter" / "adapter_model.safetensors"),
-                      load_file(out / "projection.safetensors"))
+        runs[fast] = (
+            losses(log),
+            load_file(out / "adapter" / "adapter_model.safetensors"),
+            load_file(out / "projection.safetensors"),
+        )
     (la, wa, pa), (lb, wb, pb) = runs[False], runs[True]
     assert calls and all(n == 12 for n in calls)  # the fused step ran: 6 authors x 2 documents a batch
     assert len(la) == 3 and np.allclose(la, lb, rtol=1e-4), (la, lb)

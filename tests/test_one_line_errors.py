@@ -1,5 +1,6 @@
 """Every parameter error, malformed input file and failed write is one line naming the parameter or
 path and the cause: exit 2, no traceback, nothing written half-way."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,12 @@ SPLITS = committed_splits()
 @pytest.fixture
 def corpus(tmp_path):
     """Forty single-genre posts on four topics, enough for small k."""
-    topics = ["cats dogs pets animals fur", "stocks market money trading bank", "football goal match team league",
-              "rain storm weather cloud wind"]
+    topics = [
+        "cats dogs pets animals fur",
+        "stocks market money trading bank",
+        "football goal match team league",
+        "rain storm weather cloud wind",
+    ]
     recs = [doc(i, f"a{i % 7}", "posts", " ".join([topics[i % 4]] * 6) + f" extra{i}") for i in range(40)]
     return write_jsonl(tmp_path / "posts.jsonl", recs)
 
@@ -64,16 +69,23 @@ def test_topics_on_one_document(tmp_path, capsys):
 @hostile("topics parameters", "clear error")
 def test_topics_out_and_labelled_out_the_same_file(corpus, tmp_path, capsys):
     same = tmp_path / "x.json"
-    one_line_error(*run_cli(capsys, "topics", "--input", corpus, "--k", "4", "--svd-dims", "3", "--out", same,
-                            "--labelled-out", same)[::2])
+    one_line_error(
+        *run_cli(
+            capsys, "topics", "--input", corpus, "--k", "4", "--svd-dims", "3", "--out", same, "--labelled-out", same
+        )[::2]
+    )
     assert not same.exists()
 
 
 @hostile("output sets", "held")
 def test_topics_labels_and_relabelled_corpus_are_one_set(corpus, tmp_path, capsys):
     out, lab = tmp_path / "a" / "labels.json", tmp_path / "b" / "labelled.jsonl.gz"
-    assert run_cli(capsys, "topics", "--input", corpus, "--k", "4", "--svd-dims", "3", "--out", out,
-                   "--labelled-out", lab)[0] == 0
+    assert (
+        run_cli(
+            capsys, "topics", "--input", corpus, "--k", "4", "--svd-dims", "3", "--out", out, "--labelled-out", lab
+        )[0]
+        == 0
+    )
     import gzip
 
     labels = json.loads(out.read_text())["labels"]
@@ -93,16 +105,43 @@ def demo_runs(tmp_path):
 @hostile("parameters", "clear error")
 @pytest.mark.parametrize("value", ["0", "-5"])
 def test_compare_resamples_below_one(demo_runs, capsys, value):
-    line = one_line_error(*run_cli(capsys, "compare", "bm25", "char-ngram", "--collection", "demo", "--runs-dir",
-                                   demo_runs, "--splits-dir", SPLITS, "--resamples", value)[::2])
+    line = one_line_error(
+        *run_cli(
+            capsys,
+            "compare",
+            "bm25",
+            "char-ngram",
+            "--collection",
+            "demo",
+            "--runs-dir",
+            demo_runs,
+            "--splits-dir",
+            SPLITS,
+            "--resamples",
+            value,
+        )[::2]
+    )
     assert "--resamples" in line
 
 
 @hostile("parameters", "clear error")
 @pytest.mark.parametrize("value", ["0", "-1"])
 def test_topic_share_k_below_one(demo_runs, capsys, value):
-    line = one_line_error(*run_cli(capsys, "topic-share", "bm25", "--collection", "demo", "--runs-dir", demo_runs,
-                                   "--splits-dir", SPLITS, "--k", value)[::2])
+    line = one_line_error(
+        *run_cli(
+            capsys,
+            "topic-share",
+            "bm25",
+            "--collection",
+            "demo",
+            "--runs-dir",
+            demo_runs,
+            "--splits-dir",
+            SPLITS,
+            "--k",
+            value,
+        )[::2]
+    )
     assert "--k" in line
 
 
@@ -116,7 +155,10 @@ def test_topic_share_addresses_a_path_collection(tmp_path, capsys):
                 i += 1
     path = write_jsonl(tmp_path / "tiny.jsonl", recs)
     runs = tmp_path / "runs"
-    assert run_cli(capsys, "run", "bm25", "--collection", path, "--runs-dir", runs, "--seeds", "0", "--no-progress")[0] == 0
+    assert (
+        run_cli(capsys, "run", "bm25", "--collection", path, "--runs-dir", runs, "--seeds", "0", "--no-progress")[0]
+        == 0
+    )
     rc, out, err = run_cli(capsys, "topic-share", "bm25", "--collection", path, "--runs-dir", runs)
     assert rc == 0, err
     assert "bm25" in out
@@ -127,9 +169,23 @@ def test_topic_share_addresses_a_path_collection(tmp_path, capsys):
 @pytest.mark.parametrize("verb", ["run", "rerank"])
 def test_a_depth_below_100_is_refused(demo_runs, tmp_path, capsys, depth, verb):
     """rerank --depth 5 once reported a Success@100 of 6.7% against the first stage's 86.7%."""
-    args = (["run", "bm25"] if verb == "run" else ["rerank", "sadiri-v2-reranker", "--first-stage", "bm25"])
-    line = one_line_error(*run_cli(capsys, *args, "--collection", "demo", "--seeds", "0", "--runs-dir", demo_runs,
-                                   "--splits-dir", SPLITS, "--depth", depth)[::2])
+    args = ["run", "bm25"] if verb == "run" else ["rerank", "sadiri-v2-reranker", "--first-stage", "bm25"]
+    line = one_line_error(
+        *run_cli(
+            capsys,
+            *args,
+            "--collection",
+            "demo",
+            "--seeds",
+            "0",
+            "--runs-dir",
+            demo_runs,
+            "--splits-dir",
+            SPLITS,
+            "--depth",
+            depth,
+        )[::2]
+    )
     assert "--depth" in line
     assert sorted(p.name for p in (demo_runs / "demo").iterdir()) == ["bm25", "char-ngram"]
 
@@ -156,8 +212,11 @@ SURROGATES = {
 def test_a_hostile_jsonl_line_is_one_line(tmp_path, capsys, case, verb):
     good = [json.dumps(doc(i, f"a{i % 3}", f"g{i % 2}")) for i in range(6)]
     path = write_jsonl(tmp_path / "bad.jsonl", [*good[:3], SURROGATES[case], *good[3:]])
-    args = (["run", "bm25", "--collection", path, "--runs-dir", tmp_path / "runs", "--no-progress"] if verb == "run"
-            else ["topics", "--input", path, "--k", "2"])
+    args = (
+        ["run", "bm25", "--collection", path, "--runs-dir", tmp_path / "runs", "--no-progress"]
+        if verb == "run"
+        else ["topics", "--input", path, "--k", "2"]
+    )
     line = one_line_error(*run_cli(capsys, *args)[::2])
     assert "bad.jsonl:4" in line
     assert not (tmp_path / "runs").exists()
@@ -183,8 +242,14 @@ def test_author_ids_are_canonicalised_like_genres(tmp_path, case):
         base, variant = unicodedata.normalize("NFC", "José"), unicodedata.normalize("NFD", "José")
     elif case == "inner double space":
         base, variant = "jo se", "jo  se"
-    path = write_jsonl(tmp_path / "c.jsonl", [_record(authorIDs=[base]), _record(documentID="d2", authorIDs=[variant]),
-                                              _record(documentID="d3", authorIDs=[base, variant])])
+    path = write_jsonl(
+        tmp_path / "c.jsonl",
+        [
+            _record(authorIDs=[base]),
+            _record(documentID="d2", authorIDs=[variant]),
+            _record(documentID="d3", authorIDs=[base, variant]),
+        ],
+    )
     docs = read_documents([path])
     assert docs["d1"].authorIDs == docs["d2"].authorIDs == docs["d3"].authorIDs == (base,)
 
@@ -194,8 +259,12 @@ def test_a_variant_author_id_makes_a_needle_not_a_second_author(tmp_path):
     from harness.data.collection import load_collection
     from harness.evaluation.splits import build_split
 
-    recs = [_record(documentID="q", authorIDs=["a0"], genre="g1"), _record(documentID="n", authorIDs=["a0 "], genre="g2"),
-            _record(documentID="x", authorIDs=["b"], genre="g1"), _record(documentID="y", authorIDs=["b"], genre="g2")]
+    recs = [
+        _record(documentID="q", authorIDs=["a0"], genre="g1"),
+        _record(documentID="n", authorIDs=["a0 "], genre="g2"),
+        _record(documentID="x", authorIDs=["b"], genre="g1"),
+        _record(documentID="y", authorIDs=["b"], genre="g2"),
+    ]
     coll = load_collection("c", [write_jsonl(tmp_path / "c.jsonl", recs)])
     assert sorted(coll.foreground_authors()) == ["a0", "b"]
     split = build_split(coll, 0, 1.0)
@@ -220,8 +289,21 @@ FIXES = {
 def test_a_malformed_fixes_registry_is_one_line(demo_runs, tmp_path, capsys, case):
     data = FIXES[case]
     (tmp_path / "fixes.json").write_bytes(data if isinstance(data, bytes) else data.encode())
-    line = one_line_error(*run_cli(capsys, "leaderboard", "--runs-dir", demo_runs, "--out", tmp_path / "lb",
-                                   "--splits-dir", SPLITS, "--no-plots", "--record", tmp_path)[::2])
+    line = one_line_error(
+        *run_cli(
+            capsys,
+            "leaderboard",
+            "--runs-dir",
+            demo_runs,
+            "--out",
+            tmp_path / "lb",
+            "--splits-dir",
+            SPLITS,
+            "--no-plots",
+            "--record",
+            tmp_path,
+        )[::2]
+    )
     assert "fixes.json" in line
     assert not (tmp_path / "lb").exists()
 
@@ -248,14 +330,34 @@ def test_a_malformed_training_log_is_one_line(demo_runs, tmp_path, capsys, case)
         (training / "m.train_config.json").write_text("[]")
     else:
         (training / "m.train_log.json").write_text(LOGS[case])
-    line = one_line_error(*run_cli(capsys, "leaderboard", "--runs-dir", demo_runs, "--out", tmp_path / "lb",
-                                   "--splits-dir", SPLITS, "--no-plots", "--record", tmp_path)[::2])
+    line = one_line_error(
+        *run_cli(
+            capsys,
+            "leaderboard",
+            "--runs-dir",
+            demo_runs,
+            "--out",
+            tmp_path / "lb",
+            "--splits-dir",
+            SPLITS,
+            "--no-plots",
+            "--record",
+            tmp_path,
+        )[::2]
+    )
     assert "m.train_" in line
     assert not (tmp_path / "lb").exists()
 
 
-CHECKPOINTS = ["progress not JSON", "progress a list", "step a string", "state missing", "state garbage",
-               "state of another model", "state empty"]
+CHECKPOINTS = [
+    "progress not JSON",
+    "progress a list",
+    "step a string",
+    "state missing",
+    "state garbage",
+    "state of another model",
+    "state empty",
+]
 
 
 @hostile("malformed checkpoint", "clear error")
@@ -302,13 +404,28 @@ def read_only(tmp_path):
 
 
 WRITES = {
-    "leaderboard into a read-only folder": lambda runs, ro, tmp: ["leaderboard", "--runs-dir", runs, "--out", ro,
-                                                                   "--splits-dir", SPLITS, "--no-plots"],
+    "leaderboard into a read-only folder": lambda runs, ro, tmp: [
+        "leaderboard",
+        "--runs-dir",
+        runs,
+        "--out",
+        ro,
+        "--splits-dir",
+        SPLITS,
+        "--no-plots",
+    ],
     "export into a read-only folder": lambda runs, ro, tmp: ["export", "--runs-dir", runs, "--out", ro],
     "export below a file": lambda runs, ro, tmp: ["export", "--runs-dir", runs, "--out", ro / "main.md" / "x"],
     "export with a name too long": lambda runs, ro, tmp: ["export", "--runs-dir", runs, "--out", tmp / ("x" * 300)],
-    "split into a read-only folder": lambda runs, ro, tmp: ["split", "--collection", "demo", "--seeds", "5",
-                                                             "--splits-dir", ro],
+    "split into a read-only folder": lambda runs, ro, tmp: [
+        "split",
+        "--collection",
+        "demo",
+        "--seeds",
+        "5",
+        "--splits-dir",
+        ro,
+    ],
 }
 
 
@@ -324,11 +441,30 @@ def test_a_failed_write_is_one_line_and_changes_nothing(demo_runs, read_only, tm
 
 
 FULL = {
-    "leaderboard": lambda runs, out, tmp: ["leaderboard", "--runs-dir", runs, "--out", out, "--splits-dir", SPLITS,
-                                           "--no-plots"],
+    "leaderboard": lambda runs, out, tmp: [
+        "leaderboard",
+        "--runs-dir",
+        runs,
+        "--out",
+        out,
+        "--splits-dir",
+        SPLITS,
+        "--no-plots",
+    ],
     "export": lambda runs, out, tmp: ["export", "--runs-dir", runs, "--out", out],
-    "topics": lambda runs, out, tmp: ["topics", "--input", tmp / "posts.jsonl", "--k", "4", "--svd-dims", "3", "--out",
-                                      out / "labels.json", "--labelled-out", out / "labelled.jsonl"],
+    "topics": lambda runs, out, tmp: [
+        "topics",
+        "--input",
+        tmp / "posts.jsonl",
+        "--k",
+        "4",
+        "--svd-dims",
+        "3",
+        "--out",
+        out / "labels.json",
+        "--labelled-out",
+        out / "labelled.jsonl",
+    ],
     "split": lambda runs, out, tmp: ["split", "--collection", "demo", "--seeds", "0", "1001", "--splits-dir", out],
 }
 
@@ -336,8 +472,9 @@ FULL = {
 @hostile("failed write (OSError)", "clear error")
 @pytest.mark.parametrize("after", [0, 1])
 @pytest.mark.parametrize("verb", sorted(FULL))
-def test_a_full_disk_mid_set_is_one_line_and_keeps_the_old_set(demo_runs, corpus, tmp_path, capsys, monkeypatch,
-                                                                verb, after):
+def test_a_full_disk_mid_set_is_one_line_and_keeps_the_old_set(
+    demo_runs, corpus, tmp_path, capsys, monkeypatch, verb, after
+):
     from harness.output_set import Stage
 
     out = tmp_path / "out"
@@ -371,16 +508,27 @@ def test_compare_resamples_out_of_range_is_one_line_before_any_work(tmp_path, ca
 
     runs = tmp_path / "runs"
     for system in ("bm25", "char-ngram"):
-        assert main(["run", system, "--collection", "demo", "--seeds", "0", "--runs-dir", str(runs), "--no-progress"]) == 0
+        assert (
+            main(["run", system, "--collection", "demo", "--seeds", "0", "--runs-dir", str(runs), "--no-progress"]) == 0
+        )
     capsys.readouterr()
-    assert main(["compare", "bm25", "char-ngram", "--collection", "demo", "--runs-dir", str(runs),
-                 "--resamples", resamples]) == 2
+    assert (
+        main(
+            ["compare", "bm25", "char-ngram", "--collection", "demo", "--runs-dir", str(runs), "--resamples", resamples]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"--resamples {resamples}: give 1 to 1,000,000" in err
 
 
-REGISTRIES = {"stale": "stale.json", "fixes": "fixes.json", "decontamination": "training/decontamination.json",
-              "training sets": "training/training-sets.json", "training log": "training/x.train_log.json"}
+REGISTRIES = {
+    "stale": "stale.json",
+    "fixes": "fixes.json",
+    "decontamination": "training/decontamination.json",
+    "training sets": "training/training-sets.json",
+    "training log": "training/x.train_log.json",
+}
 BROKEN = {"not UTF-8": b"\xff\xfe{}", "100,000 deep": b"[" * 100_000, "truncated": b'{"runs": ['}
 
 
@@ -412,7 +560,20 @@ def test_a_broken_bench_result_is_one_line(tmp_path, capsys, broken):
     bench.mkdir()
     (bench / "x.json").write_bytes(BROKEN[broken])
     capsys.readouterr()
-    assert main(["leaderboard", "--runs-dir", str(runs), "--out", str(tmp_path / "pages"), "--no-plots",
-                 "--bench-results", str(bench)]) == 2
+    assert (
+        main(
+            [
+                "leaderboard",
+                "--runs-dir",
+                str(runs),
+                "--out",
+                str(tmp_path / "pages"),
+                "--no-plots",
+                "--bench-results",
+                str(bench),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(bench / "x.json") in err, err

@@ -1,4 +1,5 @@
 """Multi-file outputs are written as one set: a crash, a failed write or kill -9 leaves the old set or the new one."""
+
 from __future__ import annotations
 
 import json
@@ -133,21 +134,31 @@ def test_a_reader_follows_no_journal_and_writes_nothing_in_the_runs(tmp_path, de
     assert main([verb, "--runs-dir", str(demo_runs), "--out", str(tmp_path / "out"), *extra]) == 0
     assert victim.read_text(encoding="utf-8") == "years of work"
     assert snapshot(demo_runs) == before and sorted(p.name for p in run_dir.iterdir() if p.name.startswith(PREFIX)) == [
-        f"{PREFIX}999999998.y", f"{PREFIX}999999998.y.journal", f"{PREFIX}999999999.x", f"{PREFIX}999999999.x.journal"]
+        f"{PREFIX}999999998.y",
+        f"{PREFIX}999999998.y.journal",
+        f"{PREFIX}999999999.x",
+        f"{PREFIX}999999999.x.journal",
+    ]
     assert sum("interrupted write" in r.getMessage() for r in caplog.records) == 2
 
 
 @hostile("output sets", "held")
-@pytest.mark.parametrize("case", ["dotdot", "absolute", "link in staging", "linked file", "link in target",
-                                  "not a list"])
+@pytest.mark.parametrize(
+    "case", ["dotdot", "absolute", "link in staging", "linked file", "link in target", "not a list"]
+)
 def test_the_writer_leaves_a_journal_it_cannot_trust_alone(tmp_path, case):
     target, outside = tmp_path / "out", tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text("mine", encoding="utf-8")
     write_output_set(target, {"a.md": "old a"})
-    names = {"dotdot": ["../outside/secret.txt"], "absolute": [str(outside / "secret.txt")],
-             "link in staging": ["sub/secret.txt"], "linked file": ["secret.txt"], "link in target": ["sub/a.md"],
-             "not a list": "a.md"}[case]
+    names = {
+        "dotdot": ["../outside/secret.txt"],
+        "absolute": [str(outside / "secret.txt")],
+        "link in staging": ["sub/secret.txt"],
+        "linked file": ["secret.txt"],
+        "link in target": ["sub/a.md"],
+        "not a list": "a.md",
+    }[case]
     staging = _hostile_set(target, names)  # type: ignore[arg-type]
     if case == "link in staging":
         (staging / "sub").symlink_to(outside)
@@ -209,12 +220,17 @@ def test_kill_9_leaves_one_whole_set(tmp_path):
     import random
 
     target = tmp_path / "out"
-    subprocess.run([sys.executable, "-c", WRITER, str(target), "0"], check=True, cwd=ROOT,
-                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    subprocess.run(
+        [sys.executable, "-c", WRITER, str(target), "0"],
+        check=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     rng = random.Random(7)
     for n in range(1, 16):
-        p = subprocess.Popen([sys.executable, "-c", WRITER, str(target), str(n)], cwd=ROOT,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+        p = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(target), str(n)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}
+        )
         time.sleep(rng.uniform(0.05, 0.4))
         p.send_signal(signal.SIGKILL)
         p.wait()
@@ -233,8 +249,22 @@ def test_kill_9_during_run_leaves_results_that_verify(tmp_path):
     from tests.hostile import committed_splits
 
     runs = tmp_path / "runs"
-    cmd = [sys.executable, "-m", "harness", "run", "bm25", "char-ngram", "--collection", "demo", "--overwrite",
-           "--runs-dir", str(runs), "--splits-dir", str(committed_splits()), "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "harness",
+        "run",
+        "bm25",
+        "char-ngram",
+        "--collection",
+        "demo",
+        "--overwrite",
+        "--runs-dir",
+        str(runs),
+        "--splits-dir",
+        str(committed_splits()),
+        "--no-progress",
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     subprocess.run(cmd, check=True, cwd=ROOT, env=env, capture_output=True)
     rng = random.Random(3)

@@ -1,4 +1,5 @@
 """Collections given as files: named, their manifests kept beside the runs; built-in collections use the record."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,5 +1,6 @@
 """The accelerator rates under their own names: the dense bf16 peak a share divides by, and the
 achievable reference beside it; the performance page states shares of the dense peak."""
+
 from __future__ import annotations
 
 from harness.hardware import (
@@ -24,12 +25,29 @@ def test_the_training_table_divides_the_measured_rate_by_the_dense_peak():
     """A record that stored a share of the achievable rate (0.527) is shown as a share of 989 (42%)."""
     from harness.reports.performance import train_table
 
-    path = {"batch": "packed", "checkpointing": True, "compiled": True, "tokens_per_s": 9882.0,
-            "documents_per_s": 28.86, "tflops": 416.0, "share_of_peak": 0.527, "peak_memory_gib": 21.1}
+    path = {
+        "batch": "packed",
+        "checkpointing": True,
+        "compiled": True,
+        "tokens_per_s": 9882.0,
+        "documents_per_s": 28.86,
+        "tflops": 416.0,
+        "share_of_peak": 0.527,
+        "peak_memory_gib": 21.1,
+    }
     naive = {**path, "batch": "padded", "compiled": False, "tflops": 168.0, "share_of_peak": 0.213}
-    record = {"benchmark": "train-retriever", "device_name": "NVIDIA H100 80GB HBM3", "args": {"arch": "qwen3-8b"},
-              "results": {"naive": naive, "harness": path, "speedup": 2.48, "projection": {},
-                          "first_step": {"skipped": True}}}
+    record = {
+        "benchmark": "train-retriever",
+        "device_name": "NVIDIA H100 80GB HBM3",
+        "args": {"arch": "qwen3-8b"},
+        "results": {
+            "naive": naive,
+            "harness": path,
+            "speedup": 2.48,
+            "projection": {},
+            "first_step": {"skipped": True},
+        },
+    }
     table = train_table([record])
     assert "share of 989 dense peak" in table and "416 (42%)" in table and "168 (17%)" in table
     assert "53%" not in table and "790 TFLOP/s" in table  # the achievable reference is named beside it

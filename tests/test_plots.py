@@ -1,5 +1,6 @@
 """Figures people can read: at most 8 curves a panel, a colour and a marker each, baselines dashed,
 legends outside the axes, a percent axis, whole titles; the training loss in panels."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,14 @@ def _runs(n: int, systems: int = 5) -> dict:
         system = name if i < 2 else f"sys{i % systems}"
         ranks = {f"q{j}": int(rng.integers(1, 150)) if rng.random() < 0.3 + 0.02 * i else None for j in range(40)}
         vals = list(ranks.values())
-        runs[("c", name)] = [{"system": system, "success_curve": success_curve(vals), "first_needle_rank": ranks,
-                              "metrics": headline(vals)}]
+        runs[("c", name)] = [
+            {
+                "system": system,
+                "success_curve": success_curve(vals),
+                "first_needle_rank": ranks,
+                "metrics": headline(vals),
+            }
+        ]
     return runs
 
 
@@ -46,12 +53,15 @@ def test_each_panel_has_distinct_styles_dashed_baselines_an_outside_legend_and_a
     runs = _runs(20)
     main, panels = plan_panels(runs, "c")
     title = "Success@k on c: a deliberately long title that must be kept whole, not clipped at the figure's edge " * 2
-    drawn = draw_panels(runs, "c", [(title, main)] + [(f"panel {i}", p) for i, p in enumerate(panels)],
-                        tmp_path / "f.png")
+    drawn = draw_panels(
+        runs, "c", [(title, main)] + [(f"panel {i}", p) for i, p in enumerate(panels)], tmp_path / "f.png"
+    )
     for panel in drawn:
         styles = dict(zip(panel["names"], panel["styles"]))
         assert len(styles) <= 8
-        assert len({c for c, _, _ in styles.values()}) == len(styles) and len({m for _, m, _ in styles.values()}) == len(styles)
+        assert len({c for c, _, _ in styles.values()}) == len(styles) and len(
+            {m for _, m, _ in styles.values()}
+        ) == len(styles)
         assert all((line == "--") == (n in ("bm25", "char-ngram")) for n, (_, _, line) in styles.items())
         assert panel["legend_outside"] and panel["percent_axis"]
     assert drawn[0]["title"] == title  # drawn whole (wrapped, never cut)
@@ -65,9 +75,14 @@ def test_the_training_loss_is_drawn_in_panels_of_at_most_eight(tmp_path):
     from harness.reports.training import loss_panels, plot_losses
 
     rng = np.random.default_rng(1)
-    logs = {f"{system}-{i}": {"system": system, "log": [{"loss": float(5 * np.exp(-s / 50) + rng.random())} for s in
-                                                         range(200)]}
-            for system, count in (("luar", 1), ("sadiri", 2), ("reranker", 11)) for i in range(count)}
+    logs = {
+        f"{system}-{i}": {
+            "system": system,
+            "log": [{"loss": float(5 * np.exp(-s / 50) + rng.random())} for s in range(200)],
+        }
+        for system, count in (("luar", 1), ("sadiri", 2), ("reranker", 11))
+        for i in range(count)
+    }
     panels = loss_panels(logs)
     # in system order; a system with more than 8 logs is split, and what fits shares a panel
     assert [len(names) for _, names in panels] == [1, 8, 5]

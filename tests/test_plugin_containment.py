@@ -1,5 +1,6 @@
 """Plugin code stays inside its own system's run: document copies, every exit caught, encoders held
 to their contract, results written where the user said."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -110,8 +111,17 @@ def coll(tmp_path):
 
 
 def _base(tmp_path, coll):
-    return ["--collection", coll, "--runs-dir", tmp_path / "runs", "--splits-dir", tmp_path / "splits", "--seeds", "0",
-            "--no-progress"]
+    return [
+        "--collection",
+        coll,
+        "--runs-dir",
+        tmp_path / "runs",
+        "--splits-dir",
+        tmp_path / "splits",
+        "--seeds",
+        "0",
+        "--no-progress",
+    ]
 
 
 def _s8(tmp_path, run):
@@ -145,6 +155,7 @@ def _rewrite(kind):
                 elif kind == "list emptied" and i == 0:
                     docs.clear()
                     break
+
     return act
 
 
@@ -199,8 +210,13 @@ EXITS = {
     "custom BaseException": lambda *a: (_ for _ in ()).throw(Custom("x")),
     "RecursionError": lambda *a: (_ for _ in ()).throw(RecursionError("deep")),
 }
-ENTRY = {"build": ("fake-ranker", "build"), "rank": ("fake-ranker", "rank"), "describe": ("fake-ranker", "describe"),
-         "encode": ("fake-encoder", "encode"), "rerank": ("fake-reranker", "rerank")}
+ENTRY = {
+    "build": ("fake-ranker", "build"),
+    "rank": ("fake-ranker", "rank"),
+    "describe": ("fake-ranker", "describe"),
+    "encode": ("fake-encoder", "encode"),
+    "rerank": ("fake-reranker", "rerank"),
+}
 
 
 @hostile("plugin exits", "clear error")
@@ -234,6 +250,7 @@ def test_a_real_ctrl_c_still_interrupts(fake, tmp_path, coll, capsys):
 def _per_call(fn):
     def encode(docs):
         return fn(np.stack([_honest(d.fullText) for d in docs]))
+
     return encode
 
 
@@ -246,6 +263,7 @@ def _too_many_then_too_few():
         if state["n"] % 2:
             return np.vstack([rows, rows[:1]])
         return rows[:-1]
+
     return encode
 
 
@@ -352,8 +370,19 @@ def test_a_plugin_that_changes_directory_does_not_move_the_results(fake, tmp_pat
     away.mkdir()
     monkeypatch.chdir(work)
     setattr(Act, hook, lambda *a: os.chdir(away))
-    args = ["run", "fake-ranker", "--collection", coll, "--runs-dir", "runs", "--splits-dir", "splits", "--seeds", "0",
-            "--no-progress"]
+    args = [
+        "run",
+        "fake-ranker",
+        "--collection",
+        coll,
+        "--runs-dir",
+        "runs",
+        "--splits-dir",
+        "splits",
+        "--seeds",
+        "0",
+        "--no-progress",
+    ]
     assert run_cli(capsys, *args)[0] == 0
     assert (work / "runs" / "tiny" / "fake-ranker" / "seed-0.json").is_file()
     assert not list(away.rglob("*"))
@@ -409,14 +438,17 @@ def test_a_plugin_that_clears_the_umask_cannot_make_results_world_writable(fake,
 def _returns(make):
     def rank(self, queries, candidates, k):
         return make(queries, candidates)
+
     return rank
 
 
 RETURNS = {
-    "a score of 10**400": lambda qs, cs: {q.documentID: [(c.documentID, 10**400 if i == 0 else 1.0)
-                                                         for i, c in enumerate(cs)] for q in qs},
-    "a ranking that raises when read": lambda qs, cs: {q.documentID: (x for x in [(cs[0].documentID, 1.0), 1 / 0])
-                                                       for q in qs},
+    "a score of 10**400": lambda qs, cs: {
+        q.documentID: [(c.documentID, 10**400 if i == 0 else 1.0) for i, c in enumerate(cs)] for q in qs
+    },
+    "a ranking that raises when read": lambda qs, cs: {
+        q.documentID: (x for x in [(cs[0].documentID, 1.0), 1 / 0]) for q in qs
+    },
     "a mapping that raises when read": lambda qs, cs: type("Bad", (dict,), {"items": lambda self: 1 / 0})(),
     "a score that is a string": lambda qs, cs: {q.documentID: [(c.documentID, "high") for c in cs] for q in qs},
 }

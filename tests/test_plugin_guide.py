@@ -1,4 +1,5 @@
 """The plugin guide and the example plugin: every hook and spec field explained, the example runs, results name its distribution."""
+
 from __future__ import annotations
 
 import sys
@@ -46,9 +47,18 @@ def test_example_plugin_runs_end_to_end(example_plugin, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     reg = load_registry(plugin_manager(entrypoints=False, extra=(example_plugin,)))
     assert reg.systems["function-words"].capabilities == ("encode",)
-    out = run_job(reg, RunJob(systems=["function-words"], collection="example-letters", seeds=[0, 1001],
-                              runs_dir=tmp_path / "runs", progress=False, overrides={"smoothing": "1"}),
-                  log=lambda *_: None)
+    out = run_job(
+        reg,
+        RunJob(
+            systems=["function-words"],
+            collection="example-letters",
+            seeds=[0, 1001],
+            runs_dir=tmp_path / "runs",
+            progress=False,
+            overrides={"smoothing": "1"},
+        ),
+        log=lambda *_: None,
+    )
     res = read_result(out[0].path)
     assert res["config"]["smoothing"] == 1.0 and res["metrics"]["success@100"] > 0
     assert res["provenance"]["plugin"]["name"] == example_plugin.__name__
@@ -62,19 +72,40 @@ def test_provenance_records_the_plugin_distribution_and_version(tmp_path, monkey
     (site / "aa_len_plugin.py").write_text(
         "from harness.hookspecs import hookimpl\nfrom harness.specs import SystemSpec\n"
         "@hookimpl\ndef register_systems(register):\n"
-        "    register(SystemSpec('len2', 'plugins.bm25.system:BM25System', 'plugins.bm25.config:BM25Config'))\n")
-    (site / "aa_len_plugin-0.3.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: aa-len-plugin\nVersion: 0.3\n")
+        "    register(SystemSpec('len2', 'plugins.bm25.system:BM25System', 'plugins.bm25.config:BM25Config'))\n"
+    )
+    (site / "aa_len_plugin-0.3.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: aa-len-plugin\nVersion: 0.3\n"
+    )
     (site / "aa_len_plugin-0.3.dist-info" / "entry_points.txt").write_text("[aa_harness]\nlen2 = aa_len_plugin\n")
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.delenv("AA_HARNESS_DISABLE_PLUGIN_AUTOLOAD", raising=False)
     try:
         reg = load_registry(plugin_manager())
-        out = run_job(reg, RunJob(systems=["len2"], collection=str(small_collection_file), seeds=[0],
-                                  runs_dir=tmp_path / "runs", progress=False), log=lambda *_: None)
+        out = run_job(
+            reg,
+            RunJob(
+                systems=["len2"],
+                collection=str(small_collection_file),
+                seeds=[0],
+                runs_dir=tmp_path / "runs",
+                progress=False,
+            ),
+            log=lambda *_: None,
+        )
         plugin = read_result(out[0].path)["provenance"]["plugin"]
         assert plugin["distribution"] == "aa-len-plugin" and plugin["version"] == "0.3"
-        builtin = run_job(reg, RunJob(systems=["bm25"], collection=str(small_collection_file), seeds=[0],
-                                      runs_dir=tmp_path / "runs", progress=False), log=lambda *_: None)
+        builtin = run_job(
+            reg,
+            RunJob(
+                systems=["bm25"],
+                collection=str(small_collection_file),
+                seeds=[0],
+                runs_dir=tmp_path / "runs",
+                progress=False,
+            ),
+            log=lambda *_: None,
+        )
         assert read_result(builtin[0].path)["provenance"]["plugin"]["distribution"] == "aa-harness"
     finally:
         sys.modules.pop("aa_len_plugin", None)

@@ -18,10 +18,12 @@ def test_builtin_systems_and_collections_are_registered():
 
 
 def test_listing_and_metrics_import_no_torch():
-    code = ("import sys; from harness.plugins import load_registry; import harness.evaluation.metrics, harness.reports.leaderboard; "
-            "load_registry(); from harness.cli import main; main(['systems']); "
-            "bad = [m for m in ('torch', 'transformers', 'sentence_transformers', 'sklearn') if m in sys.modules]; "
-            "assert not bad, bad")
+    code = (
+        "import sys; from harness.plugins import load_registry; import harness.evaluation.metrics, harness.reports.leaderboard; "
+        "load_registry(); from harness.cli import main; main(['systems']); "
+        "bad = [m for m in ('torch', 'transformers', 'sentence_transformers', 'sklearn') if m in sys.modules]; "
+        "assert not bad, bad"
+    )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
@@ -96,16 +98,30 @@ def test_external_plugin_through_entry_points_runs_end_to_end(tmp_path, monkeypa
     site = tmp_path / "site"
     (site / "aa_length_plugin-0.1.dist-info").mkdir(parents=True)
     (site / "aa_length_plugin.py").write_text(EXTERNAL + f"\nTINY_PATH = {str(small_collection_file)!r}\n")
-    (site / "aa_length_plugin-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: aa-length-plugin\nVersion: 0.1\n")
-    (site / "aa_length_plugin-0.1.dist-info" / "entry_points.txt").write_text("[aa_harness]\nlength = aa_length_plugin\n")
+    (site / "aa_length_plugin-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: aa-length-plugin\nVersion: 0.1\n"
+    )
+    (site / "aa_length_plugin-0.1.dist-info" / "entry_points.txt").write_text(
+        "[aa_harness]\nlength = aa_length_plugin\n"
+    )
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.delenv("AA_HARNESS_DISABLE_PLUGIN_AUTOLOAD", raising=False)
     try:
         reg = load_registry(plugin_manager())
         assert reg.systems["length"].description == "length closeness"
-        out = run_job(reg, RunJob(systems=["length"], collection="tiny", seeds=[0, 1001], runs_dir=tmp_path / "runs",
-                                  splits_dir=tmp_path / "splits", progress=False, overrides={"power": "2"}),
-                      log=lambda *_: None)
+        out = run_job(
+            reg,
+            RunJob(
+                systems=["length"],
+                collection="tiny",
+                seeds=[0, 1001],
+                runs_dir=tmp_path / "runs",
+                splits_dir=tmp_path / "splits",
+                progress=False,
+                overrides={"power": "2"},
+            ),
+            log=lambda *_: None,
+        )
         res = read_result(out[0].path)
         assert res["system"] == "length" and res["config"] == {"power": 2.0} and res["n_queries"] >= 1
         # the autoload switch keeps it out

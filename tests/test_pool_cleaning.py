@@ -1,5 +1,6 @@
 """Pool cleaning of the -all views: bots and near-copies out, everything else as the draws made it,
 recorded in the manifest and rebuilt from it; bad settings are one line."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,10 @@ from harness.evaluation.splits import SEEDS, build_split, check_by_rebuilding, c
 from tests.conftest import RECORD, doc, write_jsonl
 
 CLEAN = {"bots": True, "near_copy_cosine": 0.65}
-WORDS = ("river garden lantern copper violin orchard harbor meadow pepper candle saddle marble thunder "
-         "velvet canyon pillow falcon ginger quartz willow").split()
+WORDS = (
+    "river garden lantern copper violin orchard harbor meadow pepper candle saddle marble thunder "
+    "velvet canyon pillow falcon ginger quartz willow"
+).split()
 
 
 def _text(i: int) -> str:
@@ -24,11 +27,15 @@ def _text(i: int) -> str:
 
 
 def _collection(tmp_path):
-    recs = [doc(1, "x:helperbot", "g1", "Here is your summary. I am a bot, this action was performed automatically."),
-            doc(2, "x:helperbot", "g2", "Another summary for you. I am a bot."),
-            doc(3, "x:yungrobot", "g1", _text(3)), doc(4, "x:yungrobot", "g2", _text(4)),  # a person's name
-            doc(5, "x:alice", "g1", _text(5)), doc(6, "x:alice", "g2", _text(5) + " again"),  # a cross-post
-            doc(90, "x:loner", "g1", _text(90))]  # one genre: background
+    recs = [
+        doc(1, "x:helperbot", "g1", "Here is your summary. I am a bot, this action was performed automatically."),
+        doc(2, "x:helperbot", "g2", "Another summary for you. I am a bot."),
+        doc(3, "x:yungrobot", "g1", _text(3)),
+        doc(4, "x:yungrobot", "g2", _text(4)),  # a person's name
+        doc(5, "x:alice", "g1", _text(5)),
+        doc(6, "x:alice", "g2", _text(5) + " again"),  # a cross-post
+        doc(90, "x:loner", "g1", _text(90)),
+    ]  # one genre: background
     recs += [doc(10 + 2 * a + j, f"x:p{a}", f"g{1 + j}", _text(10 + 2 * a + j)) for a in range(6) for j in range(2)]
     return load_collection("cleaning", [write_jsonl(tmp_path / "c.jsonl", recs)])
 
@@ -63,11 +70,16 @@ def test_the_cleaning_is_recorded_and_rebuilt(tmp_path, monkeypatch):
         get_split(c, 0, tmp_path / "splits", pool_cleaning=False)
 
 
-@pytest.mark.parametrize("value, words", [({"near_copy_cosine": "high"}, "near_copy_cosine must be a cosine"),
-                                          ({"near_copy_cosine": 0}, "near_copy_cosine must be a cosine"),
-                                          ({"bots": "yes"}, "bots must be true or false"),
-                                          ({"bot": True}, "unknown key"),
-                                          ("on", "must be a table")])
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        ({"near_copy_cosine": "high"}, "near_copy_cosine must be a cosine"),
+        ({"near_copy_cosine": 0}, "near_copy_cosine must be a cosine"),
+        ({"bots": "yes"}, "bots must be true or false"),
+        ({"bot": True}, "unknown key"),
+        ("on", "must be a table"),
+    ],
+)
 def test_a_bad_cleaning_setting_is_one_line(value, words):
     with pytest.raises(HarnessError, match=words) as e:
         PoolCleaning.from_value(value)
@@ -89,7 +101,11 @@ def test_the_committed_all_views_are_the_uncleaned_ones_less_bots_and_near_copie
             assert not near & set(new["needles"]) and max(new["builder"]["needle_cosine"]["by_query"].values()) < 0.65
     reddit = json.loads((RECORD / "reddit-xsub-all" / "seed-0.json").read_text(encoding="utf-8"))
     assert reddit["builder"]["pool_cleaning"]["bot_authors"] == [
-        "reddit:AntiObnoxiousBot", "reddit:Reddit-Book-Bot", "reddit:sneakpeekbot", "reddit:wikipedia_answer_bot"]
+        "reddit:AntiObnoxiousBot",
+        "reddit:Reddit-Book-Bot",
+        "reddit:sneakpeekbot",
+        "reddit:wikipedia_answer_bot",
+    ]
 
 
 @pytest.mark.corpora

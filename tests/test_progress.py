@@ -1,4 +1,5 @@
 """Progress on a CPU: a time estimate with advice, and one bar per phase."""
+
 from __future__ import annotations
 
 import time
@@ -87,14 +88,16 @@ def test_a_run_shows_one_phase_after_another(tmp_path, small_collection_file, ca
 
     collection = open_collection(reg, str(small_collection_file))
     split = build_split(collection, 0)
-    out = run_split(system_name="slow", system=SlowEncoder(), config={}, collection=collection, split=split,
-                    runs_dir=tmp_path)
+    out = run_split(
+        system_name="slow", system=SlowEncoder(), config={}, collection=collection, split=split, runs_dir=tmp_path
+    )
     assert list(out.phases) == ["encode candidates", "encode queries", "search", "score"]
     bars = capsys.readouterr().err
     assert "encode candidates" in bars and "score" in bars
     # a system that ranks by itself: one "rank" phase
-    out = run_split(system_name="bm25", system=load_bm25(), config={}, collection=collection, split=split,
-                    runs_dir=tmp_path)
+    out = run_split(
+        system_name="bm25", system=load_bm25(), config={}, collection=collection, split=split, runs_dir=tmp_path
+    )
     assert list(out.phases) == ["rank", "score"]
 
 
@@ -146,8 +149,14 @@ def test_hard_negative_mining_shows_encoding_and_clustering(capsys):
     from harness.neural.training import ContrastivePairs
 
     authors = {f"a{i}": ["x" * (i + 1), "y" * (2 * i + 1)] for i in range(12)}
-    recipe = SimpleNamespace(seed=0, hard_negatives=True, encode_max_tokens=8, project_for_clustering=False,
-                             authors_per_batch=4, cluster_factor=3.5)
+    recipe = SimpleNamespace(
+        seed=0,
+        hard_negatives=True,
+        encode_max_tokens=8,
+        project_for_clustering=False,
+        authors_per_batch=4,
+        cluster_factor=3.5,
+    )
     lines: list[str] = []
     batches = ContrastivePairs(authors, recipe).plan_epoch(_TinyEncoder.make(), 0, torch.device("cpu"), lines.append)
     assert sorted(a for b in batches for a, _, _ in b) == sorted(authors)
@@ -179,12 +188,23 @@ def test_training_without_a_terminal_logs_steps_with_the_time_left(tmp_path, cap
             (loss * scale).backward()
             return StepResult(float(loss.detach()), 1, 1)
 
-    recipe = SimpleNamespace(lr=1e-3, epochs=1, grad_accumulation=1, bf16=False, grad_checkpointing=False,
-                             checkpoint_every=0, max_steps=12, device="cpu")
+    recipe = SimpleNamespace(
+        lr=1e-3,
+        epochs=1,
+        grad_accumulation=1,
+        bf16=False,
+        grad_checkpointing=False,
+        checkpoint_every=0,
+        max_steps=12,
+        device="cpu",
+    )
     lines: list[str] = []
     summary = train_loop(_TinyEncoder.make(), Task(), recipe, tmp_path, save=lambda m, p: None, log=lines.append)
     assert summary["steps"] == 12
     steps = [line for line in lines if line.startswith("epoch 0 batch")]
-    assert [s.split(" loss")[0] for s in steps] == ["epoch 0 batch 1/40 step 1", "epoch 0 batch 11/40 step 11",
-                                                    "epoch 0 batch 12/40 step 12"]
+    assert [s.split(" loss")[0] for s in steps] == [
+        "epoch 0 batch 1/40 step 1",
+        "epoch 0 batch 11/40 step 11",
+        "epoch 0 batch 12/40 step 12",
+    ]
     assert "left in this epoch)" in steps[0] and "left" not in steps[-1]  # the cap ends the epoch at batch 12

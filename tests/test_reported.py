@@ -1,5 +1,6 @@
 """The paper's figures in harness/reports/reported.py match an independent transcription of its tables, a
 Markdown file named by $AA_HARNESS_PAPER_TRANSCRIPTION (skipped without it)."""
+
 from __future__ import annotations
 
 import os
@@ -10,14 +11,20 @@ import pytest
 
 from harness.reports.reported import TABLE1, TABLE2
 
-PAPER = Path(os.environ.get("AA_HARNESS_PAPER_TRANSCRIPTION", "")) if os.environ.get("AA_HARNESS_PAPER_TRANSCRIPTION") else None
+PAPER = (
+    Path(os.environ.get("AA_HARNESS_PAPER_TRANSCRIPTION", ""))
+    if os.environ.get("AA_HARNESS_PAPER_TRANSCRIPTION")
+    else None
+)
 NO_PAPER = PAPER is None or not PAPER.is_file()
 
 
 def _rows(section: str) -> list[list[str]]:
     assert PAPER is not None
     text = PAPER.read_text(encoding="utf-8").split(section, 1)[1].split("\n## ", 1)[0]
-    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in text.splitlines() if line.startswith("|")]
+    rows = [
+        [c.strip() for c in line.strip().strip("|").split("|")] for line in text.splitlines() if line.startswith("|")
+    ]
     return [r for r in rows[2:]]  # header and rule first
 
 

@@ -1,4 +1,5 @@
 """The SADIRI-v2 reranker: negative sampling on a toy space, and a tiny decoder cross-encoder."""
+
 import json
 import random
 
@@ -34,9 +35,14 @@ def _toy_space():
     return np.array(vecs), authors
 
 
-@pytest.mark.parametrize("strategy,expect", [
-    ("q", {2, 3, 4, 5}), ("p", {6, 7, 8, 9}), ("q+p", {2, 3, 6, 7}),
-])
+@pytest.mark.parametrize(
+    "strategy,expect",
+    [
+        ("q", {2, 3, 4, 5}),
+        ("p", {6, 7, 8, 9}),
+        ("q+p", {2, 3, 6, 7}),
+    ],
+)
 def test_neighbour_strategies_draw_from_the_right_pool(strategy, expect):
     vecs, authors = _toy_space()
     nn = nearest_other_author(vecs, authors, k=10)
@@ -87,9 +93,20 @@ pytest.importorskip("peft")
 
 
 def _config(backbone, **kw):
-    base = dict(backbone=str(backbone), max_query_tokens=48, max_candidate_tokens=48, negatives=4, strategy="r",
-                author_fraction=1.0, lr=1e-3, queries_per_batch=1, grad_accumulation=2, epochs=1,
-                grad_checkpointing=False, device="cpu")
+    base = dict(
+        backbone=str(backbone),
+        max_query_tokens=48,
+        max_candidate_tokens=48,
+        negatives=4,
+        strategy="r",
+        author_fraction=1.0,
+        lr=1e-3,
+        queries_per_batch=1,
+        grad_accumulation=2,
+        epochs=1,
+        grad_checkpointing=False,
+        device="cpu",
+    )
     return RerankerConfig(**{**base, **kw})
 
 
@@ -105,12 +122,14 @@ def test_pair_scores_ignore_batch_mates_and_padding_side(tiny_qwen3_dir):
 
     model = new_for_training(_config(tiny_qwen3_dir)).eval()
     docs = _docs()
-    feats = model.pair_features(docs[0].fullText, [docs[1].fullText, "short one", " ".join(docs[5].fullText.split()[:12])])
+    feats = model.pair_features(
+        docs[0].fullText, [docs[1].fullText, "short one", " ".join(docs[5].fullText.split()[:12])]
+    )
     assert len({len(f) for f in feats}) == 3
     delim = model.tokenizer("\u2980", add_special_tokens=False)["input_ids"]
     q = model.tokenizer(docs[0].fullText, add_special_tokens=False, truncation=True, max_length=48)["input_ids"]
     start = len(model.bos) + len(q)
-    assert len(q) == 48 and all(f[start:start + len(delim)] == delim for f in feats)  # query | U+2980 | candidate
+    assert len(q) == 48 and all(f[start : start + len(delim)] == delim for f in feats)  # query | U+2980 | candidate
     assert max(len(f) for f in feats) <= len(model.bos) + 48 + len(delim) + 48 + len(model.eos)
     with torch.no_grad():
         alone = torch.cat([model(**model.collate([f])) for f in feats])[:, 0]
@@ -160,7 +179,9 @@ def test_reranker_resume_equals_uninterrupted(tiny_qwen3_dir, tmp_path, isolated
     import plugins.sbert.embedder
 
     def fake_embedder(model, device, batch_size):
-        return lambda texts: np.array([[len(t) % 7, len(t) % 11, t.count("e") % 5 + 1.0] for t in texts], dtype=np.float32)
+        return lambda texts: np.array(
+            [[len(t) % 7, len(t) % 11, t.count("e") % 5 + 1.0] for t in texts], dtype=np.float32
+        )
 
     monkeypatch.setattr(plugins.sbert.embedder, "sbert_embedder", fake_embedder)
 
@@ -221,15 +242,24 @@ def _fast_and_plain_step(tiny_qwen3_dir, fast: bool, checkpoint: bool = False, *
     from plugins.sadiri_v2.reranker import new_for_training
     from plugins.sadiri_v2.reranker_training import QueryNegatives
 
-    cfg = _config(tiny_qwen3_dir, max_query_tokens=24, max_candidate_tokens=16, lora_dropout=0.0, queries_per_batch=3,
-                  micro_batch=2, **kw)
+    cfg = _config(
+        tiny_qwen3_dir,
+        max_query_tokens=24,
+        max_candidate_tokens=16,
+        lora_dropout=0.0,
+        queries_per_batch=3,
+        micro_batch=2,
+        **kw,
+    )
     torch.manual_seed(0)
     model = new_for_training(cfg)
     for name, p in model.named_parameters():
         if "lora_B" in name:
             torch.nn.init.normal_(p, std=0.02)
     model.train()
-    task = QueryNegatives(_docs(), cfg, score_groups=shared_prefix_score_groups(checkpoint=checkpoint) if fast else None)
+    task = QueryNegatives(
+        _docs(), cfg, score_groups=shared_prefix_score_groups(checkpoint=checkpoint) if fast else None
+    )
     batch = task.examples(0, lambda *_: None)[:3]
     optimizer = torch.optim.Adam(model.trainable_parameters(), lr=cfg.lr)
     out = task.step(model, model, batch, [len(batch)], torch.device("cpu"), False, 1.0, True)
@@ -262,7 +292,10 @@ def test_fast_training_step_equals_the_concatenated_pairs_step(tiny_qwen3_dir, m
         rows = model.pair_features(task.docs[q].fullText, [task.docs[i].fullText for i in cands])
         assert [list(prefix) + list(part) for part in parts] == rows and len(rows) == 5
     assert any(len(prefix) == 24 + len(model.delimiter_ids) for prefix, _ in groups)  # a truncated query
-    assert fast.loss == pytest.approx(plain.loss, rel=1e-5) and (fast.documents, fast.tokens) == (plain.documents, plain.tokens)
+    assert fast.loss == pytest.approx(plain.loss, rel=1e-5) and (fast.documents, fast.tokens) == (
+        plain.documents,
+        plain.tokens,
+    )
     assert plain_grads.keys() == fast_grads.keys() and any("head" in n for n in plain_grads)
     assert sum("lora_A" in n or "lora_B" in n for n in plain_grads) == 2 * 7 * 2
     g = torch.cat([plain_grads[n].flatten() for n in plain_grads])
@@ -271,7 +304,9 @@ def test_fast_training_step_equals_the_concatenated_pairs_step(tiny_qwen3_dir, m
     assert max(float((fast_grads[n] - plain_grads[n]).norm() / plain_grads[n].norm()) for n in plain_grads) < 1e-4
     # Adam's first step moves a weight by about lr * sign(gradient), so where a gradient is ~0 the last bits of
     # the sum decide the sign: allow those few elements, not more.
-    off = sum(int((~torch.isclose(fast_weights[n], plain_weights[n], rtol=1e-4, atol=1e-6)).sum()) for n in plain_weights)
+    off = sum(
+        int((~torch.isclose(fast_weights[n], plain_weights[n], rtol=1e-4, atol=1e-6)).sum()) for n in plain_weights
+    )
     assert off <= 1e-4 * sum(w.numel() for w in plain_weights.values()), off
 
 
@@ -341,11 +376,24 @@ def test_reranker_fast_training_equals_the_plain_training(tiny_qwen3_dir, tmp_pa
     monkeypatch.setattr(prefix_train, "shared_prefix_scores", counted)
     runs = {}
     for fast in (False, True):
-        cfg = _config(tiny_qwen3_dir, max_query_tokens=32, max_candidate_tokens=24, lora_dropout=0.0, queries_per_batch=2,
-                      micro_batch=1, epochs=2, max_steps=3, lr=2e-4, fast_training=fast)
+        cfg = _config(
+            tiny_qwen3_dir,
+            max_query_tokens=32,
+            max_candidate_tokens=24,
+            lora_dropout=0.0,
+            queries_per_batch=2,
+            micro_batch=1,
+            epochs=2,
+            max_steps=3,
+            lr=2e-4,
+            fast_training=fast,
+        )
         out = train(cfg, _docs(), tmp_path / str(fast), log=lambda *_: None)
-        runs[fast] = (losses(json.loads((tmp_path / str(fast) / "train_log.json").read_text())),
-                      load_file(out / "adapter" / "adapter_model.safetensors"), load_file(out / "head.safetensors"))
+        runs[fast] = (
+            losses(json.loads((tmp_path / str(fast) / "train_log.json").read_text())),
+            load_file(out / "adapter" / "adapter_model.safetensors"),
+            load_file(out / "head.safetensors"),
+        )
     (la, wa, ha), (lb, wb, hb) = runs[False], runs[True]
     assert calls == [1] * 12  # 3 steps x 2 batches x 2 queries, one query a forward
     assert len(la) == 3 and np.allclose(la, lb, rtol=1e-4), (la, lb)
@@ -375,8 +423,14 @@ def test_rerank_reorders_a_first_stage_as_the_scores_say(tmp_path):
     class Plugin:
         @hookimpl
         def register_systems(self, register):
-            register(SystemSpec("by-length", f"{__name__}:LengthReranker", "plugins.bm25.config:BM25Config",
-                                capabilities=("rerank",)))
+            register(
+                SystemSpec(
+                    "by-length",
+                    f"{__name__}:LengthReranker",
+                    "plugins.bm25.config:BM25Config",
+                    capabilities=("rerank",),
+                )
+            )
 
     reg = load_registry(plugin_manager(entrypoints=False, extra=(Plugin(),)))
     common = dict(collection="demo", seeds=[0], runs_dir=tmp_path, splits_dir=RECORD)

@@ -1,5 +1,6 @@
 """Every verb that shows a result reads it through one verified reader: published fields are
 recomputed from the rankings and the manifest or checked against them."""
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,26 @@ def made_runs(tmp_path_factory):
     from harness.cli import main
 
     base = tmp_path_factory.mktemp("made") / "runs"
-    assert main(["run", "bm25", "char-ngram", "--collection", "demo", "--seeds", "0", "1001", "--runs-dir", str(base),
-                 "--splits-dir", str(SPLITS), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "bm25",
+                "char-ngram",
+                "--collection",
+                "demo",
+                "--seeds",
+                "0",
+                "1001",
+                "--runs-dir",
+                str(base),
+                "--splits-dir",
+                str(SPLITS),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     return base
 
 
@@ -51,10 +70,30 @@ def _verbs(runs: Path, out: Path):
     return {
         "leaderboard": ["leaderboard", "--runs-dir", runs, "--out", out, "--splits-dir", SPLITS, "--no-plots"],
         "export": ["export", "--runs-dir", runs, "--out", out],
-        "compare": ["compare", "bm25", "char-ngram", "--collection", "demo", "--runs-dir", runs, "--splits-dir", SPLITS,
-                    "--resamples", "200"],
-        "topic-share": ["topic-share", "bm25", "char-ngram", "--collection", "demo", "--runs-dir", runs,
-                        "--splits-dir", SPLITS],
+        "compare": [
+            "compare",
+            "bm25",
+            "char-ngram",
+            "--collection",
+            "demo",
+            "--runs-dir",
+            runs,
+            "--splits-dir",
+            SPLITS,
+            "--resamples",
+            "200",
+        ],
+        "topic-share": [
+            "topic-share",
+            "bm25",
+            "char-ngram",
+            "--collection",
+            "demo",
+            "--runs-dir",
+            runs,
+            "--splits-dir",
+            SPLITS,
+        ],
     }
 
 
@@ -64,6 +103,7 @@ def _set(path, value):
         for key in path[:-1]:
             node = node[key]
         node[path[-1]] = value(node[path[-1]]) if callable(value) else value
+
     return edit
 
 
@@ -157,8 +197,11 @@ def test_an_unsealed_committed_result_is_verified_by_recomputation(tmp_path, cap
     obj = load(path)
     RESEALED[field](obj)
     save(path, obj)
-    one_line_error(*run_cli(capsys, "leaderboard", "--runs-dir", runs, "--out", tmp_path / "lb", "--splits-dir", SPLITS,
-                            "--no-plots")[::2])
+    one_line_error(
+        *run_cli(
+            capsys, "leaderboard", "--runs-dir", runs, "--out", tmp_path / "lb", "--splits-dir", SPLITS, "--no-plots"
+        )[::2]
+    )
     assert not (tmp_path / "lb").exists()
 
 
@@ -195,7 +238,9 @@ RANKINGS = {
     "a candidate twice": lambda rows: rows[0]["ranking"].append(list(rows[0]["ranking"][0])),
     "a query outside the split": lambda rows: rows.append({"queryID": "not-a-query", "ranking": []}),
     "deeper than depth": lambda rows: rows[0]["ranking"].extend([[f"x{i}", -1.0] for i in range(150)]),
-    "order reversed (scores negated)": lambda rows: [r.update(ranking=[[c, -s] for c, s in r["ranking"]]) for r in rows],
+    "order reversed (scores negated)": lambda rows: [
+        r.update(ranking=[[c, -s] for c, s in r["ranking"]]) for r in rows
+    ],
     "a query dropped": lambda rows: rows.pop(0),
     "scores replaced": lambda rows: [r.update(ranking=[[c, 0.0] for c, _ in r["ranking"]]) for r in rows],
     "empty": lambda rows: rows.clear(),
@@ -281,8 +326,20 @@ def test_run_recomputes_a_seed_whose_result_does_not_verify(runs, capsys):
     good = obj["metrics"]["success@8"]
     obj["metrics"]["success@8"] = 1.0
     save(path, obj, reseal=True)
-    rc, out, err = run_cli(capsys, "run", "bm25", "--collection", "demo", "--seeds", "0", "--runs-dir", runs,
-                           "--splits-dir", SPLITS, "--no-progress")
+    rc, out, err = run_cli(
+        capsys,
+        "run",
+        "bm25",
+        "--collection",
+        "demo",
+        "--seeds",
+        "0",
+        "--runs-dir",
+        runs,
+        "--splits-dir",
+        SPLITS,
+        "--no-progress",
+    )
     assert rc == 0 and "recomputing" in out + err
     assert load(path)["metrics"]["success@8"] == good
 
@@ -291,9 +348,25 @@ def _submitted(runs: Path, capsys) -> Path:
     """bm25's seed-0 rankings submitted back as the run `mine` (system `submitted`)."""
     from harness.runs.results import rankings_path
 
-    rc, _, err = run_cli(capsys, "submit", rankings_path(_result(runs)), "--format", "rankings", "--collection", "demo",
-                         "--seed", 0, "--name", "mine", "--submitter", "A. Person", "--runs-dir", runs,
-                         "--splits-dir", SPLITS)
+    rc, _, err = run_cli(
+        capsys,
+        "submit",
+        rankings_path(_result(runs)),
+        "--format",
+        "rankings",
+        "--collection",
+        "demo",
+        "--seed",
+        0,
+        "--name",
+        "mine",
+        "--submitter",
+        "A. Person",
+        "--runs-dir",
+        runs,
+        "--splits-dir",
+        SPLITS,
+    )
     assert rc == 0, err
     return _result(runs, "mine")
 

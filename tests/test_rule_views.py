@@ -73,12 +73,5 @@ def test_the_section_scores_the_all_runs_on_the_removed_queries():
         f"{100 * len(removed) / len(all_ranks):.1f}",
         "100.0",
     ]
-    assert (
-        "| gpu " in text
-        and "not run" in text
-        and "calibrated on BM25 (adversarial to lexical systems)" in text
-    )
-    assert (
-        json.dumps(rule_views_section(runs, ["gpu"], "reddit-xsub", SPLITS, SPLITS))
-        == '""'
-    )
+    assert "| gpu " in text and "not run" in text and "calibrated on BM25 (adversarial to lexical systems)" in text
+    assert json.dumps(rule_views_section(runs, ["gpu"], "reddit-xsub", SPLITS, SPLITS)) == '""'

@@ -52,14 +52,8 @@ def _retriever(**card):
 
 
 def test_backbone_label_names_the_quantization_and_compute_dtype():
-    assert (
-        backbone_label(_retriever())
-        == "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF (Q4_K_M GGUF, dequantized to bf16)"
-    )
-    assert (
-        backbone_label({"system": "sbert", "config": {}})
-        == "sentence-transformers/all-mpnet-base-v2"
-    )
+    assert backbone_label(_retriever()) == "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF (Q4_K_M GGUF, dequantized to bf16)"
+    assert backbone_label({"system": "sbert", "config": {}}) == "sentence-transformers/all-mpnet-base-v2"
     assert backbone_label({"system": "bm25", "config": {}}) == "—"
 
 
@@ -98,24 +92,29 @@ def test_differs_from_the_paper_lists_each_deviation():
         },
     }
     cell = differs_from_paper(reranker)
-    assert (
-        "Mistral-Nemo-Base-2407, 12B" in cell
-        and "author fraction 1 (paper: 0.1)" in cell
-    )
+    assert "Mistral-Nemo-Base-2407, 12B" in cell and "author fraction 1 (paper: 0.1)" in cell
     assert "global batch 4 × accumulation 1 queries (paper: 4 × 10)" in cell
     assert "first stage r (paper: the Mistral-Nemo 12B retriever's top 100)" in cell
     assert differs_from_paper({"system": "sbert", "config": {}}) == "—"
     assert differs_from_paper({"system": "bm25", "config": {"k1": 0.25}}) == (
-        "k1 0.25 (paper: not stated; this harness's setting)")
-    untrained = differs_from_paper({"system": "sadiri-v2-retriever", "config": {
-        "backbone": "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF", "projection_init": "default"}})
-    assert "an untrained projection (default init) added by this harness" in untrained
-    luar = differs_from_paper({"system": "luar", "config": {}, "extra": {"model_card": {
-        "recipe": {"lr": 2e-5, "epochs": 4, "authors_per_batch": 64}}}})
-    assert "recipe this harness's (lr 2e-05, 4 epochs, 64 authors a batch; paper: not stated)" in luar
-    assert (
-        differs_from_paper({"system": "char-ngram", "config": {}}) == "not in the paper"
+        "k1 0.25 (paper: not stated; this harness's setting)"
     )
+    untrained = differs_from_paper(
+        {
+            "system": "sadiri-v2-retriever",
+            "config": {"backbone": "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF", "projection_init": "default"},
+        }
+    )
+    assert "an untrained projection (default init) added by this harness" in untrained
+    luar = differs_from_paper(
+        {
+            "system": "luar",
+            "config": {},
+            "extra": {"model_card": {"recipe": {"lr": 2e-5, "epochs": 4, "authors_per_batch": 64}}},
+        }
+    )
+    assert "recipe this harness's (lr 2e-05, 4 epochs, 64 authors a batch; paper: not stated)" in luar
+    assert differs_from_paper({"system": "char-ngram", "config": {}}) == "not in the paper"
 
 
 def test_training_data_made_before_decontamination_is_said_on_the_row():
@@ -123,10 +122,7 @@ def test_training_data_made_before_decontamination_is_said_on_the_row():
     ident = run_identity("x", _retriever(), before)
     assert ident.training_data == "f8b69e03cbac, 3,733 authors (before decontamination)"
     assert ident.origin == "trained here"
-    assert (
-        "(before decontamination)"
-        not in run_identity("x", _retriever(), {}).training_data
-    )
+    assert "(before decontamination)" not in run_identity("x", _retriever(), {}).training_data
     table = identity_table({("c", "x"): [_retriever()]}, ["x"], before)
     assert "before decontamination" in table and "why" in table
 
@@ -154,10 +150,7 @@ def test_generated_pages_name_every_backbone_by_its_full_id(tmp_path):
         (tmp_path / "rerank.md").read_text(),
     )
     assert "## What each run is" in main and "## What each run is" in rerank
-    assert (
-        "Mistral-Nemo-Base-2407" in rerank
-        and "Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF (" in rerank
-    )
+    assert "Mistral-Nemo-Base-2407" in rerank and "Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF (" in rerank
     section = main[main.index("## What each run is") :]
     assert not GGUF.search(section), "a GGUF backbone without its quantization"
 

@@ -8,13 +8,29 @@ from harness.runs.results import read_rankings, read_result
 from harness.runs.run_job import RunJob, run_job
 from harness.specs import SystemSpec
 
-REQUIRED = {"schema_version", "system", "config", "collection", "seed", "split_sha256", "metrics", "n_queries",
-            "n_candidates", "provenance"}
+REQUIRED = {
+    "schema_version",
+    "system",
+    "config",
+    "collection",
+    "seed",
+    "split_sha256",
+    "metrics",
+    "n_queries",
+    "n_candidates",
+    "provenance",
+}
 
 
 def _job(tmp_path, **kw):
-    base = dict(systems=["bm25"], collection="demo", seeds=[0, 1001], runs_dir=tmp_path / "runs",
-                splits_dir=tmp_path / "splits", progress=False)
+    base = dict(
+        systems=["bm25"],
+        collection="demo",
+        seeds=[0, 1001],
+        runs_dir=tmp_path / "runs",
+        splits_dir=tmp_path / "splits",
+        progress=False,
+    )
     return RunJob(**{**base, **kw})
 
 
@@ -140,18 +156,49 @@ def test_a_second_writer_of_a_run_folder_waits_then_refuses_another_config(tmp_p
     from harness.cli import main
 
     other = tmp_path / "other"
-    assert main(["run", "bm25", "--collection", "demo", "--seeds", "0", "--runs-dir", str(other), "--set", "k1=0.9",
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "bm25",
+                "--collection",
+                "demo",
+                "--seeds",
+                "0",
+                "--runs-dir",
+                str(other),
+                "--set",
+                "k1=0.9",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     run_dir = tmp_path / "runs" / "demo" / "bm25"
     run_dir.mkdir(parents=True)
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(run_dir), str(other / "demo" / "bm25")],
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(run_dir), str(other / "demo" / "bm25")], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         capsys.readouterr()
         start = time.monotonic()
-        assert main(["run", "bm25", "--collection", "demo", "--seeds", "0", "--runs-dir", str(tmp_path / "runs"),
-                     "--no-progress"]) == 2
+        assert (
+            main(
+                [
+                    "run",
+                    "bm25",
+                    "--collection",
+                    "demo",
+                    "--seeds",
+                    "0",
+                    "--runs-dir",
+                    str(tmp_path / "runs"),
+                    "--no-progress",
+                ]
+            )
+            == 2
+        )
         waited = time.monotonic() - start
     finally:
         holder.wait(timeout=30)

@@ -13,8 +13,11 @@ def test_sbert_from_a_local_folder_encodes_unit_vectors_and_ranks(minilm, isolat
     from plugins.sbert.system import SBERTSystem
 
     system = SBERTSystem(SBERTConfig(model=str(minilm), batch_size=4))
-    docs = [Document("a", ("x",), "The cat sat on the mat.", "g"), Document("b", ("y",), "Stock markets fell sharply.", "g"),
-            Document("c", ("z",), "A kitten was sitting on a rug.", "h")]
+    docs = [
+        Document("a", ("x",), "The cat sat on the mat.", "g"),
+        Document("b", ("y",), "Stock markets fell sharply.", "g"),
+        Document("c", ("z",), "A kitten was sitting on a rug.", "h"),
+    ]
     vecs = system.encode(docs)
     assert vecs.shape == (3, 384) and np.allclose(np.linalg.norm(vecs, axis=1), 1, atol=1e-5)
     ranked = as_ranker(system).rank([docs[0]], docs[1:], 100)["a"]

@@ -51,8 +51,14 @@ def test_exact_p_matches_scipy_permutation_test():
         a = rng.random(11)
         b = rng.random(11)
         ours = paired_test(a, b).p_value
-        ref = stats.permutation_test((a, b), lambda x, y, axis: np.mean(x - y, axis=axis), vectorized=True,
-                                     permutation_type="samples", n_resamples=np.inf, alternative="two-sided").pvalue
+        ref = stats.permutation_test(
+            (a, b),
+            lambda x, y, axis: np.mean(x - y, axis=axis),
+            vectorized=True,
+            permutation_type="samples",
+            n_resamples=np.inf,
+            alternative="two-sided",
+        ).pvalue
         assert ours == pytest.approx(ref, rel=1e-9)
 
 

@@ -194,8 +194,11 @@ def test_the_cap_is_recorded_and_rebuilt(tmp_path, monkeypatch):
 def test_a_cap_out_of_range_is_one_line(tmp_path, cap):
     from harness.errors import HarnessError
 
-    with pytest.raises(HarnessError, match=r"^max documents per \(author, genre\) must be a whole number of at least 1 "
-                                           r"\(0: no cap\), got .*$"):
+    with pytest.raises(
+        HarnessError,
+        match=r"^max documents per \(author, genre\) must be a whole number of at least 1 "
+        r"\(0: no cap\), got .*$",
+    ):
         build_split(_prolific(tmp_path), 0, 1.0, max_per_author_genre=cap)
 
 

@@ -59,17 +59,11 @@ def test_a_stale_run_verifies_on_its_own_manifests_and_stays_out_of_the_tables(
 ):
     runs, splits = board_dirs
     board = load_board(runs, splits_dir=splits, plots=False, record=runs.parent)
-    assert list(board.runs) == [("demo", "bm25")] and list(board.stale_runs) == [
-        ("demo", "char-ngram")
-    ]
+    assert list(board.runs) == [("demo", "bm25")] and list(board.stale_runs) == [("demo", "char-ngram")]
     pages = render_pages(board)
     main = pages["main.md"]
     table, stale = main.split("## Stale runs")
-    assert (
-        "| char-ngram " not in table
-        and "| char-ngram " in stale
-        and "made on demo v1; rerun pending" in stale
-    )
+    assert "| char-ngram " not in table and "| char-ngram " in stale and "made on demo v1; rerun pending" in stale
     assert "## Stale runs" in pages["collections/demo.md"]
 
 

@@ -1,5 +1,6 @@
 """Surface topics: blogs-xtopic's declared clusters, the queries that touch them, every run's Success@8
 on those and on the rest, and a declaration that does not match its labels is one line."""
+
 from __future__ import annotations
 
 import json
@@ -37,7 +38,10 @@ def test_the_section_splits_the_queries_by_surface_topic_and_scores_each_part():
             (inside if touches else rest).append(hit)
     row = next(line for line in text.splitlines() if line.startswith("| bm25"))
     assert [c.strip() for c in row.strip("|").split("|")] == [
-        "bm25", f"{100 * sum(inside) / len(inside):.1f}", f"{100 * sum(rest) / len(rest):.1f}"]
+        "bm25",
+        f"{100 * sum(inside) / len(inside):.1f}",
+        f"{100 * sum(rest) / len(rest):.1f}",
+    ]
 
 
 def test_collections_without_a_declaration_have_no_section():

@@ -1,4 +1,5 @@
 """The same-genre share of a ranking's top k: the figure, its chance level, and bad input."""
+
 from __future__ import annotations
 
 import pytest
@@ -39,8 +40,22 @@ def test_cli_prints_a_row_per_run_and_names_a_missing_run(tmp_path, capsys):
     for system in ("bm25", "char-ngram"):
         assert main(["run", system, "--runs-dir", str(runs), "--splits-dir", str(splits), "--no-progress"]) == 0
     capsys.readouterr()
-    assert main(["topic-share", "bm25", "char-ngram", "--collection", "demo", "--runs-dir", str(runs),
-                 "--splits-dir", str(splits)]) == 0
+    assert (
+        main(
+            [
+                "topic-share",
+                "bm25",
+                "char-ngram",
+                "--collection",
+                "demo",
+                "--runs-dir",
+                str(runs),
+                "--splits-dir",
+                str(splits),
+            ]
+        )
+        == 0
+    )
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith(("| bm25", "| char-ngram"))]
     assert len(lines) == 2
     for line in lines:
@@ -48,6 +63,19 @@ def test_cli_prints_a_row_per_run_and_names_a_missing_run(tmp_path, capsys):
         assert cells[1] == "4"  # four seeds
         share, chance = float(cells[2].split(" ± ")[0]), float(cells[3])
         assert 0.0 <= share <= 100.0 and 0.0 < chance < 100.0
-    assert main(["topic-share", "nothing-here", "--collection", "demo", "--runs-dir", str(runs),
-                 "--splits-dir", str(splits)]) == 2
+    assert (
+        main(
+            [
+                "topic-share",
+                "nothing-here",
+                "--collection",
+                "demo",
+                "--runs-dir",
+                str(runs),
+                "--splits-dir",
+                str(splits),
+            ]
+        )
+        == 2
+    )
     assert "no results for run 'nothing-here'" in capsys.readouterr().err

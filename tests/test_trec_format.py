@@ -1,6 +1,7 @@
 """Rankings in and out in the field's formats: `export --format trec` writes TREC runs and qrels that
 the field's tools score exactly as the harness does, and `submit` records a TREC run (or a rankings
 file) as a verified result, refusing bad input with one line and writing nothing."""
+
 from __future__ import annotations
 
 import gzip
@@ -24,8 +25,25 @@ def made(tmp_path_factory):
 
     base = tmp_path_factory.mktemp("trec")
     runs, out = base / "runs", base / "export"
-    assert main(["run", "bm25", "char-ngram", "--collection", COLLECTION, "--seeds", str(SEED), "--runs-dir", str(runs),
-                 "--splits-dir", str(SPLITS), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "bm25",
+                "char-ngram",
+                "--collection",
+                COLLECTION,
+                "--seeds",
+                str(SEED),
+                "--runs-dir",
+                str(runs),
+                "--splits-dir",
+                str(SPLITS),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert main(["export", "--format", "trec", "--runs-dir", str(runs), "--out", str(out)]) == 0
     return runs, out / "trec" / COLLECTION
 
@@ -52,8 +70,22 @@ def _split():
 
 
 def _submit(capsys, runs: Path, file: Path, name: str = "mine", *extra):
-    return run_cli(capsys, "submit", file, "--collection", COLLECTION, "--seed", SEED, "--name", name,
-                   "--runs-dir", runs, "--splits-dir", SPLITS, *extra)
+    return run_cli(
+        capsys,
+        "submit",
+        file,
+        "--collection",
+        COLLECTION,
+        "--seed",
+        SEED,
+        "--name",
+        name,
+        "--runs-dir",
+        runs,
+        "--splits-dir",
+        SPLITS,
+        *extra,
+    )
 
 
 def _ir_measures(run: Path, qrels: Path) -> dict[str, float]:
@@ -61,8 +93,9 @@ def _ir_measures(run: Path, qrels: Path) -> dict[str, float]:
     from ir_measures import RR, Success
 
     measures = {"success@8": Success @ 8, "success@100": Success @ 100, "mrr@20": RR @ 20}
-    got = ir_measures.calc_aggregate(list(measures.values()), ir_measures.read_trec_qrels(str(qrels)),
-                                     ir_measures.read_trec_run(str(run)))
+    got = ir_measures.calc_aggregate(
+        list(measures.values()), ir_measures.read_trec_qrels(str(qrels)), ir_measures.read_trec_run(str(run))
+    )
     return {name: got[m] for name, m in measures.items()}
 
 
@@ -72,12 +105,16 @@ def _ir_measures(run: Path, qrels: Path) -> dict[str, float]:
 def test_the_export_writes_a_run_per_run_and_seed_and_a_qrels_per_seed(made):
     runs, trec = made
     assert sorted(p.relative_to(trec).as_posix() for p in trec.rglob("*") if p.is_file()) == [
-        f"qrels/seed-{SEED}.qrels", f"runs/bm25/seed-{SEED}.run", f"runs/char-ngram/seed-{SEED}.run"]
+        f"qrels/seed-{SEED}.qrels",
+        f"runs/bm25/seed-{SEED}.run",
+        f"runs/char-ngram/seed-{SEED}.run",
+    ]
     split = _split()
     qrels = [line.split() for line in _qrels_file(made).read_text().splitlines()]
     assert all(q[1] == "0" and q[3] == "1" for q in qrels)
     assert sorted((q, d) for q, d, *_ in [(x[0], x[2]) for x in qrels]) == sorted(
-        (q, d) for q, ds in split.needles.items() for d in ds)
+        (q, d) for q, ds in split.needles.items() for d in ds
+    )
     for run in ("bm25", "char-ngram"):
         lines = [line.split() for line in _run_file(made, run).read_text().splitlines()]
         assert all(len(f) == 6 and f[1] == "Q0" and f[5] == run for f in lines)
@@ -115,8 +152,9 @@ def test_tied_scores_are_written_strictly_decreasing_in_the_tie_order():
     assert float(rows[0][4]) > float(rows[1][4]) > float(rows[2][4])
 
 
-@pytest.mark.parametrize("scores", [[0.0, 0.0, 0.0, 0.0], [1.0, 1 - 1e-12, 1 - 2e-12, 1 - 3e-12],
-                                    [5.0, 5.0, 4.9999999999, 1.0]])
+@pytest.mark.parametrize(
+    "scores", [[0.0, 0.0, 0.0, 0.0], [1.0, 1 - 1e-12, 1 - 2e-12, 1 - 3e-12], [5.0, 5.0, 4.9999999999, 1.0]]
+)
 def test_scores_a_single_precision_reader_would_tie_keep_the_harness_order(tmp_path, scores):
     """trec_eval reads scores as float32: scores apart by less than its precision must not tie there."""
     from harness.evaluation.metrics import evaluate
@@ -143,8 +181,18 @@ def test_an_id_holding_whitespace_cannot_be_written():
 
 # --- submit ------------------------------------------------------------------------------------------------
 
-RECOMPUTED = ("metrics", "ci95", "per_genre", "success_curve", "first_needle_rank", "n_queries", "n_ranked",
-              "n_candidates", "split_sha256", "depth")
+RECOMPUTED = (
+    "metrics",
+    "ci95",
+    "per_genre",
+    "success_curve",
+    "first_needle_rank",
+    "n_queries",
+    "n_ranked",
+    "n_candidates",
+    "split_sha256",
+    "depth",
+)
 
 
 @pytest.mark.parametrize("fmt", ["trec", "rankings"])
@@ -154,8 +202,18 @@ def test_a_run_submitted_back_gives_identical_metrics(made, runs, capsys, fmt):
 
     original = runs / COLLECTION / "bm25" / f"seed-{SEED}.json"
     file = _run_file(made) if fmt == "trec" else rankings_path(original)
-    rc, _, err = _submit(capsys, runs, file, "mine", "--format", fmt, "--submitter", "A. Person",
-                         "--description", "bm25,\n exported and submitted back")
+    rc, _, err = _submit(
+        capsys,
+        runs,
+        file,
+        "mine",
+        "--format",
+        fmt,
+        "--submitter",
+        "A. Person",
+        "--description",
+        "bm25,\n exported and submitted back",
+    )
     assert rc == 0, err
     path = runs / COLLECTION / "mine" / f"seed-{SEED}.json"
     got, want = load(path), load(original)
@@ -165,7 +223,8 @@ def test_a_run_submitted_back_gives_identical_metrics(made, runs, capsys, fmt):
     assert sub["format"] == fmt and sub["file"] == file.name and sub["submitter"] == "A. Person"
     assert sub["description"] == "bm25, exported and submitted back" and sub["tag"] == ("bm25" if fmt == "trec" else "")
     assert [[c for c, _ in r] for r in read_rankings(path).values()] == [
-        [c for c, _ in r] for r in read_rankings(original).values()]
+        [c for c, _ in r] for r in read_rankings(original).values()
+    ]
     found = verified_results(runs, SPLITS)  # the one verified reader accepts it, fully recomputed
     assert [r["metrics"] for _, r in found[(COLLECTION, "mine")]] == [want["metrics"]]
 
@@ -219,6 +278,7 @@ def _swap_field(i: int, value: str, line: int = 0):
         fields = lines[line].split()
         fields[i] = value
         lines[line] = " ".join(fields) + "\n"
+
     return edit
 
 
@@ -260,8 +320,7 @@ BAD_TREC = {
 
 @hostile("submitted rankings", "clear error")
 @pytest.mark.parametrize("case", sorted(BAD_TREC))
-def test_a_bad_trec_submission_is_one_line_naming_file_and_line_and_writes_nothing(made, runs, tmp_path, capsys,
-                                                                                   case):
+def test_a_bad_trec_submission_is_one_line_naming_file_and_line_and_writes_nothing(made, runs, tmp_path, capsys, case):
     edit, lineno, words = BAD_TREC[case]
     file = tmp_path / "bad.run"
     file.write_text(_edit_lines(_run_file(made), edit))
@@ -286,8 +345,11 @@ def _rankings_rows(made) -> list[dict]:
 BAD_RANKINGS = {
     "unknown query": (lambda rows: rows[0].update(queryID="no-such-query"), 1, ["not a query of demo seed 2001"]),
     "unknown document": (lambda rows: rows[1]["ranking"][3].__setitem__(0, "no-such-doc"), 2, ["not a candidate"]),
-    "duplicate document": (lambda rows: rows[2]["ranking"].__setitem__(1, rows[2]["ranking"][0]), 3,
-                           ["again", "each document once per query"]),
+    "duplicate document": (
+        lambda rows: rows[2]["ranking"].__setitem__(1, rows[2]["ranking"][0]),
+        3,
+        ["again", "each document once per query"],
+    ),
     "query twice": (lambda rows: rows.append(rows[0]), 61, ["again (also line 1)", "one line per query"]),
     "malformed item": (lambda rows: rows[0]["ranking"].__setitem__(0, "demo-0000"), 1, ["item 1", "expected"]),
 }
@@ -319,11 +381,28 @@ def test_a_submission_that_names_nothing_to_score_is_one_line(made, runs, tmp_pa
         args = ["--depth", "50"]
     before = snapshot(runs)
     if case == "unknown seed":
-        rc, _, err = run_cli(capsys, "submit", file, "--collection", COLLECTION, "--seed", 7, "--name", "mine",
-                             "--runs-dir", runs, "--splits-dir", SPLITS)
+        rc, _, err = run_cli(
+            capsys,
+            "submit",
+            file,
+            "--collection",
+            COLLECTION,
+            "--seed",
+            7,
+            "--name",
+            "mine",
+            "--runs-dir",
+            runs,
+            "--splits-dir",
+            SPLITS,
+        )
     else:
         rc, _, err = _submit(capsys, runs, file, "mine", *args)
     line = one_line_error(rc, err)
-    assert {"empty file": "no rankings", "missing file": "not found", "unknown seed": "seed 7",
-            "depth below 100": "--depth"}[case] in line
+    assert {
+        "empty file": "no rankings",
+        "missing file": "not found",
+        "unknown seed": "seed 7",
+        "depth below 100": "--depth",
+    }[case] in line
     assert snapshot(runs) == before

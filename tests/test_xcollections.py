@@ -1,4 +1,5 @@
 """HRS-like collections: topic labels, role pools, the paper's pool, the dissimilarity rule."""
+
 import json
 import random
 
@@ -34,12 +35,26 @@ def themed_records(n_fg=6, n_bg=12):
         for j, t in enumerate(themes[: 2 + a % 2]):
             words = THEMES[t].split()
             text = " ".join(rng.choice(words) for _ in range(40)) + f" signature{a}"
-            recs.append({"documentID": f"fg{a}-{j}", "authorIDs": [f"fg{a}"], "fullText": text, "genre": "blog",
-                         "role": "foreground"})
+            recs.append(
+                {
+                    "documentID": f"fg{a}-{j}",
+                    "authorIDs": [f"fg{a}"],
+                    "fullText": text,
+                    "genre": "blog",
+                    "role": "foreground",
+                }
+            )
     for b in range(n_bg):
         words = THEMES[themes[b % 3]].split()
-        recs.append({"documentID": f"bg{b}", "authorIDs": [f"bg{b}"], "genre": "blog", "role": "background",
-                     "fullText": " ".join(rng.choice(words) for _ in range(40))})
+        recs.append(
+            {
+                "documentID": f"bg{b}",
+                "authorIDs": [f"bg{b}"],
+                "genre": "blog",
+                "role": "background",
+                "fullText": " ".join(rng.choice(words) for _ in range(40)),
+            }
+        )
     return recs
 
 
@@ -51,7 +66,9 @@ def test_topic_labelling_is_deterministic_and_finds_the_themes():
     b = derive_topics(shuffled, SMALL)
     assert a.to_json() == b.to_json() and a.sha256 == b.sha256
     # each theme is one topic
-    theme_of = {d: next(t for t in THEMES if THEMES[t].split()[0] in x or THEMES[t].split()[1] in x) for d, x in texts.items()}
+    theme_of = {
+        d: next(t for t in THEMES if THEMES[t].split()[0] in x or THEMES[t].split()[1] in x) for d, x in texts.items()
+    }
     assert len({(theme_of[d], lab) for d, lab in a.labels.items()}) == 3
     assert a.summary()["settings"]["k"] == 3 and a.summary()["labels_sha256"] == a.sha256
 
@@ -142,10 +159,12 @@ def test_a_view_without_the_rule_records_each_querys_needle_cosine(tmp_path):
             r["fullText"] += " zebulon quixotic marmalade " * 20
     path = write_jsonl(tmp_path / "pool.jsonl", recs)
     measure = {k: v for k, v in DissimilarityRule().as_dict().items() if k != "threshold"}
-    ruled_c = role_collection("x", path, topics=SMALL, split_defaults={"author_fraction": 1.0,
-                                                                        "dissimilarity": {"threshold": 0.3}})
-    all_c = role_collection("x-all", path, topics=SMALL, split_defaults={"author_fraction": 1.0,
-                                                                          "needle_cosine": measure})
+    ruled_c = role_collection(
+        "x", path, topics=SMALL, split_defaults={"author_fraction": 1.0, "dissimilarity": {"threshold": 0.3}}
+    )
+    all_c = role_collection(
+        "x-all", path, topics=SMALL, split_defaults={"author_fraction": 1.0, "needle_cosine": measure}
+    )
     ruled, every = build_split(ruled_c, 0), build_split(all_c, 0)
     cosine = every.builder["needle_cosine"]["by_query"]
     assert set(cosine) == {q.documentID for q in every.queries} and "threshold" not in every.builder["needle_cosine"]

@@ -1,6 +1,7 @@
 """Tiny models built from configs (no download), saved as ordinary Hugging Face folders: the
 product's own builders (harness.neural.tiny_models). When the Qwen3 tokenizer has been fetched
 into the model cache, the tiny Qwen3 uses it instead of the BPE trained on the demo texts."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -7,6 +7,7 @@ mask-free causal cuDNN attention, or "packed" rows with varlen flash attention; 
 "aa_causal": the Hugging Face model with mask-free causal attention), the path the
 retrievers run. Both over the same weights (bf16 on GPU, fp32 on CPU) and rows.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -22,11 +23,12 @@ from harness.neural.pooling import mean_pool
 
 
 @torch.inference_mode()
-def naive_encode(model, rows: Sequence[Sequence[int]], device: torch.device, *, batch: int = 32,
-                 pad_id: int = 0) -> np.ndarray:
+def naive_encode(
+    model, rows: Sequence[Sequence[int]], device: torch.device, *, batch: int = 32, pad_id: int = 0
+) -> np.ndarray:
     out = []
     for start in range(0, len(rows), batch):
-        chunk = rows[start:start + batch]
+        chunk = rows[start : start + batch]
         ids, mask = right_padded(chunk, pad_id)
         ids, mask = ids.to(device), mask.to(device)
         out.append(mean_pool(model(input_ids=ids, attention_mask=mask).last_hidden_state, mask))
@@ -55,16 +57,25 @@ def agreement(fast: np.ndarray, ref: np.ndarray, k: int = 10, queries: int = 200
     a, b = neighbours(fast), neighbours(ref)
     overlap = float(np.mean([len(set(x) & set(y)) / k for x, y in zip(a, b)]))
     top1 = float(np.mean(a[:, 0] == b[:, 0]))
-    return {"rel_error_median": float(np.median(rel)), "rel_error_max": float(rel.max()),
-            f"top{k}_overlap": overlap, "top1_agreement": top1}
+    return {
+        "rel_error_median": float(np.median(rel)),
+        "rel_error_max": float(rel.max()),
+        f"top{k}_overlap": overlap,
+        "top1_agreement": top1,
+    }
 
 
 def _figures(rows, seconds: float, shape: Shape, flops: float | None = None) -> dict:
     tokens = sum(len(r) for r in rows)
     flops = shape.rows_flops(rows) if flops is None else flops
-    return {"seconds": round(seconds, 4), "documents": len(rows), "tokens": tokens,
-            "tokens_per_s": round(tokens / seconds, 1), "documents_per_s": round(len(rows) / seconds, 2),
-            "tflops": round(flops / seconds / 1e12, 2)}
+    return {
+        "seconds": round(seconds, 4),
+        "documents": len(rows),
+        "tokens": tokens,
+        "tokens_per_s": round(tokens / seconds, 1),
+        "documents_per_s": round(len(rows) / seconds, 2),
+        "tflops": round(flops / seconds / 1e12, 2),
+    }
 
 
 def time_harness(model, rows, device, *, path: str, max_tokens: int, warmup_rows: int):
@@ -79,9 +90,17 @@ def time_harness(model, rows, device, *, path: str, max_tokens: int, warmup_rows
     return vecs, seconds, enc.path
 
 
-def bench_encode(model, rows: Sequence[Sequence[int]], device: torch.device, *, max_tokens: int = 65536,
-                 naive_batch: int = 32, warmup_rows: int = 64, variants: Sequence[tuple[int, str]] = (),
-                 log=print) -> dict:
+def bench_encode(
+    model,
+    rows: Sequence[Sequence[int]],
+    device: torch.device,
+    *,
+    max_tokens: int = 65536,
+    naive_batch: int = 32,
+    warmup_rows: int = 64,
+    variants: Sequence[tuple[int, str]] = (),
+    log=print,
+) -> dict:
     """variants: extra (max_tokens, path) settings of the harness path, timed after it."""
     shape = Shape.of(model)
     use_cache = model.config.use_cache
@@ -89,20 +108,39 @@ def bench_encode(model, rows: Sequence[Sequence[int]], device: torch.device, *, 
     naive_encode(model, rows[:warmup_rows], device, batch=naive_batch)
     ref, t_naive = timed(lambda: naive_encode(model, rows, device, batch=naive_batch), device)
     naive = _figures(rows, t_naive, shape)
-    log(f"naive:   {naive['tokens_per_s']:>10,.0f} tokens/s  {naive['documents_per_s']:>8,.1f} docs/s  "
-        f"{naive['tflops']:>6.1f} TFLOP/s")
-    fast, t_fast, path = time_harness(model, rows, device, path="packed", max_tokens=max_tokens, warmup_rows=warmup_rows)
+    log(
+        f"naive:   {naive['tokens_per_s']:>10,.0f} tokens/s  {naive['documents_per_s']:>8,.1f} docs/s  "
+        f"{naive['tflops']:>6.1f} TFLOP/s"
+    )
+    fast, t_fast, path = time_harness(
+        model, rows, device, path="packed", max_tokens=max_tokens, warmup_rows=warmup_rows
+    )
     ours = _figures(rows, t_fast, shape)
-    log(f"harness ({path}): {ours['tokens_per_s']:>10,.0f} tokens/s  {ours['documents_per_s']:>8,.1f} docs/s  "
-        f"{ours['tflops']:>6.1f} TFLOP/s  ({t_naive / t_fast:.2f}x naive)")
+    log(
+        f"harness ({path}): {ours['tokens_per_s']:>10,.0f} tokens/s  {ours['documents_per_s']:>8,.1f} docs/s  "
+        f"{ours['tflops']:>6.1f} TFLOP/s  ({t_naive / t_fast:.2f}x naive)"
+    )
     tried = []
     for budget, variant in variants:
         vecs, t, taken = time_harness(model, rows, device, path=variant, max_tokens=budget, warmup_rows=warmup_rows)
-        tried.append({**_figures(rows, t, shape), "max_tokens": budget, "path": taken, "speedup": round(t_naive / t, 3),
-                      "agreement": agreement(vecs, ref)})
-        log(f"  variant {taken} max_tokens={budget}: {tried[-1]['tokens_per_s']:,.0f} tokens/s ({t_naive / t:.2f}x naive)")
+        tried.append(
+            {
+                **_figures(rows, t, shape),
+                "max_tokens": budget,
+                "path": taken,
+                "speedup": round(t_naive / t, 3),
+                "agreement": agreement(vecs, ref),
+            }
+        )
+        log(
+            f"  variant {taken} max_tokens={budget}: {tried[-1]['tokens_per_s']:,.0f} tokens/s ({t_naive / t:.2f}x naive)"
+        )
     model.set_attn_implementation("sdpa")
     model.config.use_cache = use_cache
-    return {"naive": {**naive, "batch": naive_batch, "order": "arrival", "attention": "sdpa + padding mask"},
-            "harness": {**ours, "max_tokens": max_tokens, "path": path},
-            "speedup": round(t_naive / t_fast, 3), "agreement": agreement(fast, ref), "variants": tried}
+    return {
+        "naive": {**naive, "batch": naive_batch, "order": "arrival", "attention": "sdpa + padding mask"},
+        "harness": {**ours, "max_tokens": max_tokens, "path": path},
+        "speedup": round(t_naive / t_fast, 3),
+        "agreement": agreement(fast, ref),
+        "variants": tried,
+    }

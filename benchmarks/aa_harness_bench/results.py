@@ -1,4 +1,5 @@
 """Benchmark results as JSON files (device, versions, commit, arguments, figures), written atomically."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -30,8 +31,14 @@ def slug(text: str) -> str:
 
 def write_result(kind: str, name: str, facts: dict, args: dict, figures, out: Path | None = None) -> Path:
     path = Path(out) if out else results_dir() / f"{kind}-{slug(name)}-{slug(facts.get('device_name', 'cpu'))}.json"
-    record = {"benchmark": kind, "name": name, **facts, "git_commit": git_commit(),
-              "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-              "args": args, "results": figures}
+    record = {
+        "benchmark": kind,
+        "name": name,
+        **facts,
+        "git_commit": git_commit(),
+        "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "args": args,
+        "results": figures,
+    }
     atomic_write_text(path, json.dumps(record, indent=1) + "\n")
     return path

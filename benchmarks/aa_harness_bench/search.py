@@ -5,6 +5,7 @@ The vectors are a seeded mixture of Gaussians (unit-normalised), a stand-in for 
 embeddings with topical clusters; uniform noise would make any compressed index look worse
 than it does on real embeddings, and a single cluster better.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,7 +22,7 @@ def clustered_vectors(n: int, dim: int, seed: int, *, clusters: int = 1024, spre
     for start in range(0, n, 1 << 17):
         m = min(1 << 17, n - start)
         x = centres[rng.integers(0, clusters, m)] + spread * rng.standard_normal((m, dim), dtype=np.float32)
-        out[start:start + m] = x / np.linalg.norm(x, axis=1, keepdims=True)
+        out[start : start + m] = x / np.linalg.norm(x, axis=1, keepdims=True)
     return out
 
 
@@ -42,7 +43,7 @@ def exact_topk_indices(queries: np.ndarray, candidates: np.ndarray, k: int, devi
     block = max(1, min(len(q), (1 << 28) // len(cand)))
 
     def run():
-        parts = [torch.topk(q[s:s + block] @ cand.T, k, dim=1).indices for s in range(0, len(q), block)]
+        parts = [torch.topk(q[s : s + block] @ cand.T, k, dim=1).indices for s in range(0, len(q), block)]
         return torch.cat(parts)
 
     run()  # warm-up
@@ -50,8 +51,19 @@ def exact_topk_indices(queries: np.ndarray, candidates: np.ndarray, k: int, devi
     return idx.cpu().numpy(), seconds
 
 
-def bench_search(sizes, dim: int, n_queries: int, k: int, device, *, spec: str | None = None,
-                 nprobes: tuple[int, ...] = (64,), compressed: bool = True, seed: int = 0, log=print) -> list[dict]:
+def bench_search(
+    sizes,
+    dim: int,
+    n_queries: int,
+    k: int,
+    device,
+    *,
+    spec: str | None = None,
+    nprobes: tuple[int, ...] = (64,),
+    compressed: bool = True,
+    seed: int = 0,
+    log=print,
+) -> list[dict]:
     """One row per pool size: exact top-k time; with `compressed`, the index's build time and,
     for each search breadth in `nprobes`, its query rate and recall@k against exact."""
     rows = []
@@ -59,10 +71,16 @@ def bench_search(sizes, dim: int, n_queries: int, k: int, device, *, spec: str |
     for n in sizes:
         cands = clustered_vectors(n, dim, seed)
         exact_idx, t_exact = exact_topk_indices(queries, cands, k, device)
-        row = {"candidates": n, "dim": dim, "queries": n_queries, "k": k,
-               "exact_device": str(device), "exact_seconds": round(t_exact, 4),
-               "exact_queries_per_s": round(n_queries / t_exact, 1),
-               "exact_bytes_per_vector": 4 * dim}
+        row = {
+            "candidates": n,
+            "dim": dim,
+            "queries": n_queries,
+            "k": k,
+            "exact_device": str(device),
+            "exact_seconds": round(t_exact, 4),
+            "exact_queries_per_s": round(n_queries / t_exact, 1),
+            "exact_bytes_per_vector": 4 * dim,
+        }
         if compressed:
             import faiss
 
@@ -82,11 +100,23 @@ def bench_search(sizes, dim: int, n_queries: int, k: int, device, *, spec: str |
                 _, idx = index.search(queries, k)
                 t_search = time.perf_counter() - t0
                 recall = float(np.mean([len(set(a) & set(b)) / k for a, b in zip(idx, exact_idx)]))
-                sweep.append({"nprobe": nprobe, "search_seconds": round(t_search, 4),
-                              "queries_per_s": round(n_queries / t_search, 1), f"recall_at_{k}": round(recall, 4)})
-            row.update({"index": this_spec, "faiss_threads": faiss.omp_get_max_threads(),
-                        "build_seconds": round(t_build, 2), "sweep": sweep,
-                        "bytes_per_vector": int(index.sa_code_size()) if hasattr(index, "sa_code_size") else None})
+                sweep.append(
+                    {
+                        "nprobe": nprobe,
+                        "search_seconds": round(t_search, 4),
+                        "queries_per_s": round(n_queries / t_search, 1),
+                        f"recall_at_{k}": round(recall, 4),
+                    }
+                )
+            row.update(
+                {
+                    "index": this_spec,
+                    "faiss_threads": faiss.omp_get_max_threads(),
+                    "build_seconds": round(t_build, 2),
+                    "sweep": sweep,
+                    "bytes_per_vector": int(index.sa_code_size()) if hasattr(index, "sa_code_size") else None,
+                }
+            )
         log("  ".join(f"{key}={val}" for key, val in row.items()))
         rows.append(row)
         del cands

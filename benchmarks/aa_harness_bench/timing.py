@@ -1,4 +1,5 @@
 """Wall time of device work: synchronise before and after, so queued kernels are counted."""
+
 from __future__ import annotations
 
 import time

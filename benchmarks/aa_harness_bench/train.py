@@ -31,6 +31,7 @@ shape. Each path's peak memory is measured from its own start and printed; a pat
 out of GPU memory is recorded as {"error": "out of memory", "peak_memory_gib": ...} and the
 other path still runs and is written.
 """
+
 from __future__ import annotations
 
 import gc
@@ -51,8 +52,12 @@ from aa_harness_bench.reference import (
 from aa_harness_bench.timing import sync
 from aa_harness_bench.workload import Shape
 
-PAPER = {"retriever_documents": 395_118, "reranker_queries": 19_756, "retriever_12b_hours_4xA6000": 15,
-         "reranker_hours_4xA6000": 60}
+PAPER = {
+    "retriever_documents": 395_118,
+    "reranker_queries": 19_756,
+    "retriever_12b_hours_4xA6000": 15,
+    "reranker_hours_4xA6000": 60,
+}
 
 
 def harness_reranker_loss(score_groups, scorer, groups, device, *, tau: float = 1.0) -> torch.Tensor:
@@ -75,7 +80,7 @@ def parameter_fingerprint(named: Sequence[tuple[str, torch.Tensor]]) -> dict[str
     out = {}
     for name, p in named:
         flat = p.detach().reshape(-1)
-        sample = flat[::max(1, flat.numel() // 8)][:8].float()
+        sample = flat[:: max(1, flat.numel() // 8)][:8].float()
         out[name] = torch.cat([flat.sum(dtype=torch.float32).reshape(1), sample])
     host = torch.cat(list(out.values())).cpu().split([v.numel() for v in out.values()]) if out else []
     return dict(zip(out, host))
@@ -104,9 +109,12 @@ def time_steps(step: Callable[[], torch.Tensor], optimizer, device, *, warmup: i
         losses.append(loss.detach())
     sync(device)
     seconds = (time.perf_counter() - start) / steps
-    peak = torch.cuda.max_memory_allocated(device) / 2 ** 30 if device.type == "cuda" else None
-    return {"seconds_per_step": round(seconds, 4), "peak_memory_gib": None if peak is None else round(peak, 2),
-            "losses": [round(float(x), 5) for x in losses]}
+    peak = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None
+    return {
+        "seconds_per_step": round(seconds, 4),
+        "peak_memory_gib": None if peak is None else round(peak, 2),
+        "losses": [round(float(x), 5) for x in losses],
+    }
 
 
 def train_flops(shape: Shape, seqs: Sequence[tuple[int, int]], *, recompute: bool) -> dict:
@@ -120,9 +128,15 @@ def train_flops(shape: Shape, seqs: Sequence[tuple[int, int]], *, recompute: boo
 
 def _figures(timing: dict, flops: dict, tokens: int, items: int, unit: str, peak_tflops: float | None) -> dict:
     s = timing["seconds_per_step"]
-    out = {**timing, "tokens_per_step": tokens, f"{unit}_per_step": items, "tokens_per_s": round(tokens / s, 1),
-           f"{unit}_per_s": round(items / s, 2), "tflops": round(flops["work"] / s / 1e12, 2),
-           "tflops_3f": round(flops["three_forward"] / s / 1e12, 2)}
+    out = {
+        **timing,
+        "tokens_per_step": tokens,
+        f"{unit}_per_step": items,
+        "tokens_per_s": round(tokens / s, 1),
+        f"{unit}_per_s": round(items / s, 2),
+        "tflops": round(flops["work"] / s / 1e12, 2),
+        "tflops_3f": round(flops["three_forward"] / s / 1e12, 2),
+    }
     if peak_tflops:
         out["share_of_peak"] = round(flops["work"] / s / 1e12 / peak_tflops, 3)
     return out
@@ -135,15 +149,22 @@ def dense_peak_tflops(device) -> float | None:
     return dense_bf16_peak_tflops(torch.cuda.get_device_name(device)) if device.type == "cuda" else None
 
 
-def projection(kind: str, per_s: float, gpus: Sequence[int] = (1, 4, 8), *, doc_tokens: int | None = None,
-               tokens_per_s: float | None = None) -> dict:
+def projection(
+    kind: str,
+    per_s: float,
+    gpus: Sequence[int] = (1, 4, 8),
+    *,
+    doc_tokens: int | None = None,
+    tokens_per_s: float | None = None,
+) -> dict:
     """Hours for one epoch of the paper's data at the measured rate, on N GPUs (data parallel, linear
     scaling assumed: LoRA gradients are small and the retriever gathers only embeddings)."""
     if kind == "retriever":
         n = PAPER["retriever_documents"]
         rate = tokens_per_s / doc_tokens if doc_tokens and tokens_per_s else per_s
-        basis = f"{n:,} documents" + (f" of {doc_tokens} tokens at the measured tokens/s" if doc_tokens else
-                                      " at the measured documents/s")
+        basis = f"{n:,} documents" + (
+            f" of {doc_tokens} tokens at the measured tokens/s" if doc_tokens else " at the measured documents/s"
+        )
     else:
         n = PAPER["reranker_queries"]
         rate = per_s
@@ -168,7 +189,7 @@ class PathSteps:
 def _peak_gib(device) -> float | None:
     if device.type != "cuda":
         return None
-    return round(torch.cuda.max_memory_allocated(device) / 2 ** 30, 2) if torch.cuda.is_initialized() else 0.0
+    return round(torch.cuda.max_memory_allocated(device) / 2**30, 2) if torch.cuda.is_initialized() else 0.0
 
 
 def release_memory(device) -> None:
@@ -180,8 +201,16 @@ def release_memory(device) -> None:
         torch.cuda.reset_peak_memory_stats(device)
 
 
-def run_path(label: str, build: Callable[[], torch.nn.Module], make: Callable[[torch.nn.Module], PathSteps], device, *,
-             warmup: int, steps: int, log=print) -> tuple[dict, dict | None, dict | None]:
+def run_path(
+    label: str,
+    build: Callable[[], torch.nn.Module],
+    make: Callable[[torch.nn.Module], PathSteps],
+    device,
+    *,
+    warmup: int,
+    steps: int,
+    log=print,
+) -> tuple[dict, dict | None, dict | None]:
     """Build a model, set the path up on it, take its first step, time its steps, then drop it all.
 
     Returns (the timing, or {"error": "out of memory", "stage", "peak_memory_gib"} when the GPU
@@ -197,13 +226,17 @@ def run_path(label: str, build: Callable[[], torch.nn.Module], make: Callable[[t
     release_memory(device)
     first, fingerprint = done.get("first"), done.get("fingerprint")
     if "error" in record:
-        log(f"{label}: out of memory in the {record['stage']} (peak {record['peak_memory_gib']} GiB since the "
-            f"path started)")
+        log(
+            f"{label}: out of memory in the {record['stage']} (peak {record['peak_memory_gib']} GiB since the "
+            f"path started)"
+        )
     elif record["path_peak_memory_gib"] is None:
         log(f"{label}: first-step loss {first['loss']:.6f}; peak memory not measured on {device.type}")
     else:
-        log(f"{label}: first-step loss {first['loss']:.6f}; peak memory {record['path_peak_memory_gib']} GiB "
-            f"(first step {record['first_step_peak_memory_gib']}, timed steps {record['peak_memory_gib']})")
+        log(
+            f"{label}: first-step loss {first['loss']:.6f}; peak memory {record['path_peak_memory_gib']} GiB "
+            f"(first step {record['first_step_peak_memory_gib']}, timed steps {record['peak_memory_gib']})"
+        )
     return record, first, fingerprint
 
 
@@ -213,33 +246,52 @@ def _take_path(build, make, device, *, warmup: int, steps: int, done: dict) -> d
     path = make(build())
     done["stage"] = "first step"
     done["fingerprint"] = parameter_fingerprint(
-        [*path.peft.named_parameters(), *((f"extra.{i}", q) for i, q in enumerate(path.extra))])
+        [*path.peft.named_parameters(), *((f"extra.{i}", q) for i, q in enumerate(path.extra))]
+    )
     done["first"] = first_step(path.peft, path.first, path.extra, keep_train=path.keep_train)
     first_peak = _peak_gib(device)
     done["stage"] = "timed steps"
     params = [q for q in path.peft.parameters() if q.requires_grad] + list(path.extra)
-    return {**time_steps(path.step, path.optimizer(params), device, warmup=warmup, steps=steps),
-            "first_step_peak_memory_gib": first_peak, "path_peak_memory_gib": _peak_gib(device)}
+    return {
+        **time_steps(path.step, path.optimizer(params), device, warmup=warmup, steps=steps),
+        "first_step_peak_memory_gib": first_peak,
+        "path_peak_memory_gib": _peak_gib(device),
+    }
 
 
-def one_at_a_time(build, naive: Callable[[torch.nn.Module], PathSteps], harness: Callable[[torch.nn.Module], PathSteps],
-                  device, *, warmup: int, steps: int, log=print) -> tuple[dict, dict, dict]:
+def one_at_a_time(
+    build,
+    naive: Callable[[torch.nn.Module], PathSteps],
+    harness: Callable[[torch.nn.Module], PathSteps],
+    device,
+    *,
+    warmup: int,
+    steps: int,
+    log=print,
+) -> tuple[dict, dict, dict]:
     """The naive path, then the harness path, each on its own build (never both models at once),
     and the harness's first step compared with the naive one's: (naive timing, harness timing,
     first-step agreement; "compared": false when a path failed before its first step)."""
     naive_t, naive_first, naive_fp = run_path("naive", build, naive, device, warmup=warmup, steps=steps, log=log)
     fast_t, fast_first, fast_fp = run_path("harness", build, harness, device, warmup=warmup, steps=steps, log=log)
     if naive_first is None or fast_first is None:
-        check = {"compared": False, "naive_loss": naive_first and naive_first["loss"],
-                 "harness_loss": fast_first and fast_first["loss"]}
+        check = {
+            "compared": False,
+            "naive_loss": naive_first and naive_first["loss"],
+            "harness_loss": fast_first and fast_first["loss"],
+        }
         log("first step: not compared (a path failed before its first step)")
         return naive_t, fast_t, check
     check = {**compare_first_steps(naive_first, fast_first), "same_weights": same_fingerprint(naive_fp, fast_fp)}
-    log(f"first step: loss naive {check['naive_loss']:.6f} harness {check['harness_loss']:.6f}; "
-        f"LoRA gradient rel. error {check['gradients']['rel_error']:.2e} (cosine {check['gradients']['cosine']:.6f})")
+    log(
+        f"first step: loss naive {check['naive_loss']:.6f} harness {check['harness_loss']:.6f}; "
+        f"LoRA gradient rel. error {check['gradients']['rel_error']:.2e} (cosine {check['gradients']['cosine']:.6f})"
+    )
     if not check["same_weights"]:
-        log("warning: the two builds' weights differ (build is not deterministic): the first-step check compares "
-            "different models")
+        log(
+            "warning: the two builds' weights differ (build is not deterministic): the first-step check compares "
+            "different models"
+        )
     return naive_t, fast_t, check
 
 
@@ -255,16 +307,21 @@ def _cycle(items):
     return take
 
 
-def _figures_of(shapes: list, seqs, recompute: bool, tokens: int, items: int, unit: str,
-                peak: float | None) -> Callable[[dict], dict]:
+def _figures_of(
+    shapes: list, seqs, recompute: bool, tokens: int, items: int, unit: str, peak: float | None
+) -> Callable[[dict], dict]:
     """A path's figures from its timing, by the work of `seqs` on the model the path built
     (`shapes[0]`); the timing alone when no path got as far as building one."""
+
     def of(timing: dict) -> dict:
         if not shapes:
             return timing
-        work = {k: float(np.mean([train_flops(shapes[0], s, recompute=recompute)[k] for s in seqs]))
-                for k in ("forward", "work", "three_forward")}
+        work = {
+            k: float(np.mean([train_flops(shapes[0], s, recompute=recompute)[k] for s in seqs]))
+            for k in ("forward", "work", "three_forward")
+        }
         return _figures(timing, work, tokens, items, unit, peak)
+
     return of
 
 
@@ -287,23 +344,38 @@ def _log_path(log, label: str, fig: dict, line: Callable[[dict], str]) -> None:
 
 
 def _log_projection(log, what: str, proj: dict, paper: str) -> None:
-    parts = [f"{path} " + ", ".join(f"{g} GPU {h} h" for g, h in p["hours"].items()) for path, p in
-             sorted(proj.items(), key=lambda kv: kv[0] != "harness")]
+    parts = [
+        f"{path} " + ", ".join(f"{g} GPU {h} h" for g, h in p["hours"].items())
+        for path, p in sorted(proj.items(), key=lambda kv: kv[0] != "harness")
+    ]
     if parts:
         basis = next(iter(proj.values()))["basis"]
         log(f"one epoch of the paper's {what} data ({basis}): " + "; ".join(parts) + f"; the paper: {paper}")
 
 
-def bench_train_retriever(build: Callable[[], torch.nn.Module], rows: Sequence[Sequence[int]], device, *,
-                          authors: int = 16, steps: int = 3, warmup: int = 2, checkpoint: bool = True,
-                          compile: bool | None = None, tau: float = 0.01, doc_tokens: int = 512, log=print) -> dict:
+def bench_train_retriever(
+    build: Callable[[], torch.nn.Module],
+    rows: Sequence[Sequence[int]],
+    device,
+    *,
+    authors: int = 16,
+    steps: int = 3,
+    warmup: int = 2,
+    checkpoint: bool = True,
+    compile: bool | None = None,
+    tau: float = 0.01,
+    doc_tokens: int = 512,
+    log=print,
+) -> dict:
     """rows: 2 x authors x (warmup + steps) documents or more; batch i is rows[2ai : 2a(i+1)].
     build: returns the bare decoder with random weights; called once a path, it must give the
     same weights each time (a seeded `archs.build_model`; checked)."""
     from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss, training_compile
 
     batch = 2 * authors
-    batches = [(b[:authors], b[authors:]) for b in (rows[i:i + batch] for i in range(0, len(rows) - batch + 1, batch))]
+    batches = [
+        (b[:authors], b[authors:]) for b in (rows[i : i + batch] for i in range(0, len(rows) - batch + 1, batch))
+    ]
     if len(batches) < 2:
         raise ValueError(f"need at least {2 * batch} rows")
     tokens = int(np.mean([sum(map(len, a)) + sum(map(len, b)) for a, b in batches]))
@@ -325,16 +397,27 @@ def bench_train_retriever(build: Callable[[], torch.nn.Module], rows: Sequence[S
         base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         base.config.use_cache = False
         loss = lambda ab: naive_retriever_loss(peft, finish, *ab, device, tau=tau)  # noqa: E731
-        return PathSteps(peft, list(layer.parameters()), lambda: loss(batches[0]), lambda: loss(take()),
-                         lambda params: torch.optim.Adam(params, lr=1e-5), keep_train=True)
+        return PathSteps(
+            peft,
+            list(layer.parameters()),
+            lambda: loss(batches[0]),
+            lambda: loss(take()),
+            lambda params: torch.optim.Adam(params, lr=1e-5),
+            keep_train=True,
+        )
 
     def harness(model):
         peft, layer, finish, take = setup(model)
         compiled.append(training_compile(peft, compile))
         decoder = LoraFusedDecoder(peft, compile=compiled[-1], checkpoint=checkpoint)
         loss = lambda ab: retriever_loss(decoder, finish, *ab, device, tau=tau)  # noqa: E731
-        return PathSteps(peft, list(layer.parameters()), lambda: loss(batches[0]), lambda: loss(take()),
-                         lambda params: torch.optim.Adam(params, lr=1e-5, fused=device.type == "cuda"))
+        return PathSteps(
+            peft,
+            list(layer.parameters()),
+            lambda: loss(batches[0]),
+            lambda: loss(take()),
+            lambda params: torch.optim.Adam(params, lr=1e-5, fused=device.type == "cuda"),
+        )
 
     naive_t, fast_t, check = one_at_a_time(build, naive, harness, device, warmup=warmup, steps=steps, log=log)
     peak = dense_peak_tflops(device)
@@ -342,24 +425,59 @@ def bench_train_retriever(build: Callable[[], torch.nn.Module], rows: Sequence[S
     def figures(recompute):
         return _figures_of(shapes, seqs, recompute, tokens, batch, "documents", peak)
 
-    naive_f = _path_figures(naive_t, {"checkpointing": True, "batch": "padded", "attention": "sdpa + padding mask"},
-                            figures(True))
-    ours = _path_figures(fast_t, {"checkpointing": checkpoint, "batch": "packed", "compiled": bool(compiled and compiled[-1]),
-                                  "path": "fused + LoRA, varlen attention"}, figures(checkpoint))
+    naive_f = _path_figures(
+        naive_t, {"checkpointing": True, "batch": "padded", "attention": "sdpa + padding mask"}, figures(True)
+    )
+    ours = _path_figures(
+        fast_t,
+        {
+            "checkpointing": checkpoint,
+            "batch": "packed",
+            "compiled": bool(compiled and compiled[-1]),
+            "path": "fused + LoRA, varlen attention",
+        },
+        figures(checkpoint),
+    )
     speedup = _speedup(naive_t, fast_t)
-    line = lambda f: (f"{f['tokens_per_s']:>10,.0f} tokens/s  {f['documents_per_s']:>7,.1f} docs/s  "  # noqa: E731
-                      f"{f['tflops']:>6.1f} TFLOP/s  peak {f['peak_memory_gib']} GiB")
+
+    def line(f):
+        return (
+            f"{f['tokens_per_s']:>10,.0f} tokens/s  {f['documents_per_s']:>7,.1f} docs/s  "
+            f"{f['tflops']:>6.1f} TFLOP/s  peak {f['peak_memory_gib']} GiB"
+        )
+
     _log_path(log, "naive", naive_f, line)
     _log_path(log, "harness", ours, lambda f: line(f) + (f"  ({speedup:.2f}x naive)" if speedup else ""))
-    proj = {path: projection("retriever", f["documents_per_s"], doc_tokens=doc_tokens, tokens_per_s=f["tokens_per_s"])
-            for path, f in (("naive", naive_f), ("harness", ours)) if "error" not in f}
+    proj = {
+        path: projection("retriever", f["documents_per_s"], doc_tokens=doc_tokens, tokens_per_s=f["tokens_per_s"])
+        for path, f in (("naive", naive_f), ("harness", ours))
+        if "error" not in f
+    }
     _log_projection(log, "retriever", proj, f"{PAPER['retriever_12b_hours_4xA6000']} h on 4 RTX A6000 (12B)")
-    return {"naive": naive_f, "harness": ours, "speedup": speedup, "first_step": check, "authors": authors,
-            "projection": proj, "paper": PAPER, "one_model_at_a_time": True}
+    return {
+        "naive": naive_f,
+        "harness": ours,
+        "speedup": speedup,
+        "first_step": check,
+        "authors": authors,
+        "projection": proj,
+        "paper": PAPER,
+        "one_model_at_a_time": True,
+    }
 
 
-def bench_train_reranker(build: Callable[[], torch.nn.Module], groups, device, *, steps: int = 3, warmup: int = 2,
-                         checkpoint: bool = True, compile: bool | None = None, tau: float = 1.0, log=print) -> dict:
+def bench_train_reranker(
+    build: Callable[[], torch.nn.Module],
+    groups,
+    device,
+    *,
+    steps: int = 3,
+    warmup: int = 2,
+    checkpoint: bool = True,
+    compile: bool | None = None,
+    tau: float = 1.0,
+    log=print,
+) -> dict:
     """groups: (prefix, candidates) per query, at least 2; one query a step, as in the paper.
     build: as for `bench_train_retriever`, called once a path."""
     from types import SimpleNamespace
@@ -384,8 +502,14 @@ def bench_train_reranker(build: Callable[[], torch.nn.Module], groups, device, *
         base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         base.config.use_cache = False
         loss = lambda gs: naive_reranker_loss(peft, head, gs, device, tau=tau)  # noqa: E731
-        return PathSteps(peft, list(layer.parameters()), lambda: loss(groups[:1]), lambda: loss(take()),
-                         lambda params: torch.optim.Adam(params, lr=1e-4), keep_train=True)
+        return PathSteps(
+            peft,
+            list(layer.parameters()),
+            lambda: loss(groups[:1]),
+            lambda: loss(take()),
+            lambda params: torch.optim.Adam(params, lr=1e-4),
+            keep_train=True,
+        )
 
     def harness(model):
         peft, layer, head, take = setup(model)
@@ -393,8 +517,13 @@ def bench_train_reranker(build: Callable[[], torch.nn.Module], groups, device, *
         score_groups = shared_prefix_score_groups(checkpoint=checkpoint, compile=compiled[-1])
         scorer = SimpleNamespace(backbone=peft, finish=head)
         loss = lambda gs: harness_reranker_loss(score_groups, scorer, gs, device, tau=tau)  # noqa: E731
-        return PathSteps(peft, list(layer.parameters()), lambda: loss(groups[:1]), lambda: loss(take()),
-                         lambda params: torch.optim.Adam(params, lr=1e-4, fused=device.type == "cuda"))
+        return PathSteps(
+            peft,
+            list(layer.parameters()),
+            lambda: loss(groups[:1]),
+            lambda: loss(take()),
+            lambda params: torch.optim.Adam(params, lr=1e-4, fused=device.type == "cuda"),
+        )
 
     naive_t, fast_t, check = one_at_a_time(build, naive, harness, device, warmup=warmup, steps=steps, log=log)
     pairs = int(np.mean([len(c) for _, c in groups]))
@@ -407,20 +536,53 @@ def bench_train_reranker(build: Callable[[], torch.nn.Module], groups, device, *
     def figures(seqs, recompute, tokens):
         return _figures_of(shapes, seqs, recompute, tokens, pairs, "pairs", peak)
 
-    naive_f = _path_figures(naive_t, {"checkpointing": True, "batch": "concatenated pairs, padded",
-                                      "attention": "sdpa + padding mask"}, figures(concat_seqs, True, concat_tokens))
-    ours = _path_figures(fast_t, {"checkpointing": checkpoint, "batch": "shared prefix, packed",
-                                  "compiled": bool(compiled and compiled[-1]),
-                                  "path": "fused + LoRA, varlen attention"}, figures(shared_seqs, checkpoint, shared_tokens))
+    naive_f = _path_figures(
+        naive_t,
+        {"checkpointing": True, "batch": "concatenated pairs, padded", "attention": "sdpa + padding mask"},
+        figures(concat_seqs, True, concat_tokens),
+    )
+    ours = _path_figures(
+        fast_t,
+        {
+            "checkpointing": checkpoint,
+            "batch": "shared prefix, packed",
+            "compiled": bool(compiled and compiled[-1]),
+            "path": "fused + LoRA, varlen attention",
+        },
+        figures(shared_seqs, checkpoint, shared_tokens),
+    )
     speedup = _speedup(naive_t, fast_t)
-    _log_path(log, "naive", naive_f, lambda f: f"{f['pairs_per_s']:>7,.2f} pairs/s  {f['tflops']:>6.1f} TFLOP/s  "
-              f"peak {f['peak_memory_gib']} GiB")
-    _log_path(log, "harness", ours, lambda f: f"{f['pairs_per_s']:>7,.2f} pairs/s  {f['tflops']:>6.1f} TFLOP/s (of the "
-              f"shared-prefix work)  peak {f['peak_memory_gib']} GiB" + (f"  ({speedup:.2f}x naive)" if speedup else "")
-              + f"; tokens {concat_tokens:,} -> {shared_tokens:,}")
-    proj = {path: projection("reranker", f["pairs_per_s"] / pairs) for path, f in (("naive", naive_f), ("harness", ours))
-            if "error" not in f}
+    _log_path(
+        log,
+        "naive",
+        naive_f,
+        lambda f: f"{f['pairs_per_s']:>7,.2f} pairs/s  {f['tflops']:>6.1f} TFLOP/s  peak {f['peak_memory_gib']} GiB",
+    )
+    _log_path(
+        log,
+        "harness",
+        ours,
+        lambda f: (
+            f"{f['pairs_per_s']:>7,.2f} pairs/s  {f['tflops']:>6.1f} TFLOP/s (of the "
+            f"shared-prefix work)  peak {f['peak_memory_gib']} GiB"
+            + (f"  ({speedup:.2f}x naive)" if speedup else "")
+            + f"; tokens {concat_tokens:,} -> {shared_tokens:,}"
+        ),
+    )
+    proj = {
+        path: projection("reranker", f["pairs_per_s"] / pairs)
+        for path, f in (("naive", naive_f), ("harness", ours))
+        if "error" not in f
+    }
     _log_projection(log, "reranker", proj, f"{PAPER['reranker_hours_4xA6000']} h on 4 RTX A6000")
-    return {"naive": naive_f, "harness": ours, "speedup": speedup, "first_step": check, "candidates": pairs,
-            "token_ratio": round(concat_tokens / shared_tokens, 3), "projection": proj, "paper": PAPER,
-            "one_model_at_a_time": True}
+    return {
+        "naive": naive_f,
+        "harness": ours,
+        "speedup": speedup,
+        "first_step": check,
+        "candidates": pairs,
+        "token_ratio": round(concat_tokens / shared_tokens, 3),
+        "projection": proj,
+        "paper": PAPER,
+        "one_model_at_a_time": True,
+    }

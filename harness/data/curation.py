@@ -7,6 +7,7 @@
 4. replace person names, phone numbers, e-mail and IP addresses with placeholders.
 The output is canonical JSONL.gz (never committed: it holds corpus text) plus a report.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -72,8 +73,11 @@ def most_dissimilar_pairs(docs: Sequence[Document], embed: Callable[[list[str]],
         sims = v @ v.T
         sims[np.tril_indices(len(own))] = np.inf  # each unordered pair once, never a document with itself
         i, j = np.unravel_index(np.argmin(sims), sims.shape)
-        pairs[author] = {"pair": [own[i].documentID, own[j].documentID], "cosine": round(float(sims[i, j]), 6),
-                         "text_sha256": [own[i].text_sha256, own[j].text_sha256]}
+        pairs[author] = {
+            "pair": [own[i].documentID, own[j].documentID],
+            "cosine": round(float(sims[i, j]), 6),
+            "text_sha256": [own[i].text_sha256, own[j].text_sha256],
+        }
     return pairs
 
 
@@ -95,8 +99,10 @@ def check_pairs(docs: Sequence[Document], pairs: dict[str, dict], source: str) -
         for doc_id, sha in zip(pairs[author]["pair"], pairs[author]["text_sha256"]):
             doc = by_id.get(doc_id)
             if doc is None or doc.authorIDs[0] != author or doc.text_sha256 != sha:
-                raise DataError(f"{source}: author {author!r}: document {doc_id!r} is missing, by another author "
-                                "or has a different text in these inputs")
+                raise DataError(
+                    f"{source}: author {author!r}: document {doc_id!r} is missing, by another author "
+                    "or has a different text in these inputs"
+                )
 
 
 def keep_pairs_below(docs: Sequence[Document], pairs: dict[str, dict], max_cosine: float) -> list[Document]:
@@ -105,7 +111,9 @@ def keep_pairs_below(docs: Sequence[Document], pairs: dict[str, dict], max_cosin
     return [d for d in docs if d.documentID in keep]
 
 
-def keep_dissimilar_pairs(docs: Sequence[Document], embed: Callable[[list[str]], np.ndarray], max_cosine: float) -> list[Document]:
+def keep_dissimilar_pairs(
+    docs: Sequence[Document], embed: Callable[[list[str]], np.ndarray], max_cosine: float
+) -> list[Document]:
     """Per author, the pair with the lowest cosine, kept only if that cosine is below max_cosine."""
     return keep_pairs_below(docs, most_dissimilar_pairs(docs, embed), max_cosine)
 
@@ -128,8 +136,15 @@ def survivors(pairs: dict[str, dict], sources: dict[str, str]) -> dict[str, dict
 
 def _count(step: str, before: Sequence[Document], after: Sequence[Document], seconds: float) -> dict:
     a_before, a_after = len(_by_author(before)), len(_by_author(after))
-    return {"step": step, "removed_documents": len(before) - len(after), "removed_authors": a_before - a_after,
-            "documents": len(after), "authors": a_after, "seconds": round(seconds, 1), "by_source": _per_source(after)}
+    return {
+        "step": step,
+        "removed_documents": len(before) - len(after),
+        "removed_authors": a_before - a_after,
+        "documents": len(after),
+        "authors": a_after,
+        "seconds": round(seconds, 1),
+        "by_source": _per_source(after),
+    }
 
 
 def _per_source(docs: Sequence[Document]) -> dict[str, dict[str, int]]:
@@ -142,9 +157,15 @@ def _per_source(docs: Sequence[Document]) -> dict[str, dict[str, int]]:
     return dict(sorted(out.items()))
 
 
-def curate(inputs: Sequence[str | Path], out: str | Path, settings: CurationSettings, *,
-           embed: Callable[[list[str]], np.ndarray] | None = None, pairs_file: str | Path | None = None,
-           log=_log.info) -> dict:
+def curate(
+    inputs: Sequence[str | Path],
+    out: str | Path,
+    settings: CurationSettings,
+    *,
+    embed: Callable[[list[str]], np.ndarray] | None = None,
+    pairs_file: str | Path | None = None,
+    log=_log.info,
+) -> dict:
     """embed: texts -> vectors for the dissimilar-pair step (`harness.runs.systems.text_embedder` builds
     one from `settings.embedder` and `settings.sbert_model`); the data layer never loads a model itself.
 
@@ -172,8 +193,10 @@ def curate(inputs: Sequence[str | Path], out: str | Path, settings: CurationSett
         pairs = {a: pairs[a] for a in _by_author(docs)}
     else:
         assert embed is not None  # exactly one of the two, checked above
-        log(f"curate: embedding {len(docs):,} documents for the dissimilar-pair step ({settings.embedder}, "
-            f"{settings.sbert_model})")
+        log(
+            f"curate: embedding {len(docs):,} documents for the dissimilar-pair step ({settings.embedder}, "
+            f"{settings.sbert_model})"
+        )
         pairs = most_dissimilar_pairs(docs, _with_progress(embed))
     pair_seconds = time.perf_counter() - t
     stem = Path(out).name.split(".jsonl")[0]
@@ -187,20 +210,44 @@ def curate(inputs: Sequence[str | Path], out: str | Path, settings: CurationSett
     t = time.perf_counter()
     from harness.data.anonymize import anonymize
 
-    log(f"curate: replacing personal information in {len(docs):,} documents"
-        + (" (person names by spaCy NER)" if settings.ner != "none" else ""))
+    log(
+        f"curate: replacing personal information in {len(docs):,} documents"
+        + (" (person names by spaCy NER)" if settings.ner != "none" else "")
+    )
     with phase("curate: names", len(docs), "doc") if settings.ner != "none" else contextlib.nullcontext(None) as adv:
         texts = anonymize([d.fullText for d in docs], ner=settings.ner, advance=adv)
     docs = [Document(d.documentID, d.authorIDs, t_, d.genre, d.extra) for d, t_ in zip(docs, texts)]
-    steps.append({**_count("anonymize", docs, docs, time.perf_counter() - t),
-                  "replaced": {k: sum(t_.count(k) for t_ in texts) for k in ("PERSON", "PHONE_NUMBER", "EMAIL_ADDRESS", "IP_ADDRESS")}})
+    steps.append(
+        {
+            **_count("anonymize", docs, docs, time.perf_counter() - t),
+            "replaced": {
+                k: sum(t_.count(k) for t_ in texts) for k in ("PERSON", "PHONE_NUMBER", "EMAIL_ADDRESS", "IP_ADDRESS")
+            },
+        }
+    )
     out = Path(out)
     with atomic_open(out, "w", gz=out.suffix == ".gz") as f:
         for d in sorted(docs, key=lambda d: d.documentID):
-            f.write(json.dumps({"documentID": d.documentID, "authorIDs": list(d.authorIDs), "fullText": d.fullText,
-                                "genre": d.genre, **d.extra}, ensure_ascii=False) + "\n")
-    report = {"inputs": [str(p) for p in inputs], "output": str(out), "settings": asdict(settings), "steps": steps,
-              "pairs_from": str(pairs_file) if pairs_file else "embedded here",
-              "authors_below_threshold": survived}
+            f.write(
+                json.dumps(
+                    {
+                        "documentID": d.documentID,
+                        "authorIDs": list(d.authorIDs),
+                        "fullText": d.fullText,
+                        "genre": d.genre,
+                        **d.extra,
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
+    report = {
+        "inputs": [str(p) for p in inputs],
+        "output": str(out),
+        "settings": asdict(settings),
+        "steps": steps,
+        "pairs_from": str(pairs_file) if pairs_file else "embedded here",
+        "authors_below_threshold": survived,
+    }
     atomic_write_text(out.with_name(out.name.split(".jsonl")[0] + ".report.json"), json.dumps(report, indent=1) + "\n")
     return report

@@ -20,6 +20,7 @@ A topic matcher (BM25) therefore does poorly and a style-aware system does best.
 The generator uses one local `random.Random(DEMO_SEED)`; the same code gives the same
 collection on any machine.
 """
+
 from __future__ import annotations
 
 import random
@@ -73,26 +74,108 @@ GENRES: dict[str, dict[str, list[str]]] = {
 }
 
 SUBJECTS = ["I", "we", "you", "they", "my friend", "the family", "everyone"]
-VERBS = ["liked", "tried", "found", "used", "wanted", "needed", "picked", "checked", "loved", "noticed", "kept", "chose"]
-ADJECTIVES = ["good", "new", "great", "small", "big", "long", "old", "cheap", "easy", "hard", "quick", "odd", "nice", "fresh"]
+VERBS = [
+    "liked",
+    "tried",
+    "found",
+    "used",
+    "wanted",
+    "needed",
+    "picked",
+    "checked",
+    "loved",
+    "noticed",
+    "kept",
+    "chose",
+]
+ADJECTIVES = [
+    "good",
+    "new",
+    "great",
+    "small",
+    "big",
+    "long",
+    "old",
+    "cheap",
+    "easy",
+    "hard",
+    "quick",
+    "odd",
+    "nice",
+    "fresh",
+]
 PREPOSITIONS = ["with", "for", "near", "after", "before", "without", "about", "from"]
 DETERMINERS = ["the", "a", "this", "that", "some", "one", "my", "our"]
-OPENERS = ["However", "Moreover", "Also", "Anyway", "So", "Still", "Besides", "Then", "Honestly", "Frankly",
-           "Basically", "Actually", "Indeed", "Of course", "In fact", "After all", "By the way", "Mind you",
-           "To be fair", "Naturally", "Sadly", "Luckily", "Meanwhile", "Admittedly"]
-INTENSIFIERS = ["really", "quite", "rather", "pretty", "very", "truly", "fairly", "super", "extremely", "somewhat",
-                "totally", "incredibly"]
+OPENERS = [
+    "However",
+    "Moreover",
+    "Also",
+    "Anyway",
+    "So",
+    "Still",
+    "Besides",
+    "Then",
+    "Honestly",
+    "Frankly",
+    "Basically",
+    "Actually",
+    "Indeed",
+    "Of course",
+    "In fact",
+    "After all",
+    "By the way",
+    "Mind you",
+    "To be fair",
+    "Naturally",
+    "Sadly",
+    "Luckily",
+    "Meanwhile",
+    "Admittedly",
+]
+INTENSIFIERS = [
+    "really",
+    "quite",
+    "rather",
+    "pretty",
+    "very",
+    "truly",
+    "fairly",
+    "super",
+    "extremely",
+    "somewhat",
+    "totally",
+    "incredibly",
+]
 JOINERS = [", and ", "; ", " -- ", " - ", ", but ", ", so ", " and ", ", which meant "]
 # (American, British) spellings, used in side remarks by every author.
-SPELLINGS = [("favorite", "favourite"), ("color", "colour"), ("realize", "realise"), ("organize", "organise"),
-             ("center", "centre"), ("gray", "grey"), ("traveled", "travelled"), ("analyze", "analyse"),
-             ("neighbor", "neighbour"), ("apologize", "apologise")]
-REMARKS = ["my {favorite} part was the {color}", "I {realize} it is near the {center}", "we tried to {organize} it",
-           "the {gray} one {traveled} well", "I had to {analyze} it", "the {neighbor} seemed to {apologize}"]
+SPELLINGS = [
+    ("favorite", "favourite"),
+    ("color", "colour"),
+    ("realize", "realise"),
+    ("organize", "organise"),
+    ("center", "centre"),
+    ("gray", "grey"),
+    ("traveled", "travelled"),
+    ("analyze", "analyse"),
+    ("neighbor", "neighbour"),
+    ("apologize", "apologise"),
+]
+REMARKS = [
+    "my {favorite} part was the {color}",
+    "I {realize} it is near the {center}",
+    "we tried to {organize} it",
+    "the {gray} one {traveled} well",
+    "I had to {analyze} it",
+    "the {neighbor} seemed to {apologize}",
+]
 # (contracted, spelled out) asides.
-ASIDES = [("I don't think so", "I do not think so"), ("It's hard to beat", "It is hard to beat"),
-          ("I'm not sure about that", "I am not sure about that"), ("We can't go back", "We cannot go back"),
-          ("They won't say more", "They will not say more")]
+ASIDES = [
+    ("I don't think so", "I do not think so"),
+    ("It's hard to beat", "It is hard to beat"),
+    ("I'm not sure about that", "I am not sure about that"),
+    ("We can't go back", "We cannot go back"),
+    ("They won't say more", "They will not say more"),
+]
 EMOTICONS = [":)", ":-)", ";)", ":D", "^^"]
 NUMBERS = [("2", "two"), ("3", "three"), ("4", "four"), ("5", "five"), ("10", "ten")]
 
@@ -194,8 +277,9 @@ def _document(rng: random.Random, style: dict, house: dict, adoption: float, gen
     mine, theirs = {**style, "topic_rate": topic_rate}, {**house, "topic_rate": topic_rate}
     layout = theirs if rng.random() < p_house else mine
     gap = "  " if layout["double_space"] else " "
-    text = gap.join(_sentence(rng, theirs if rng.random() < p_house else mine, topic, general)
-                    for _ in range(rng.randrange(9, 15)))
+    text = gap.join(
+        _sentence(rng, theirs if rng.random() < p_house else mine, topic, general) for _ in range(rng.randrange(9, 15))
+    )
     return text.lower() if layout["lowercase"] else text
 
 
@@ -235,8 +319,15 @@ def _generate(seed: int, n_foreground: int, n_background: int, author_prefix: st
     out = []
     for new_id, i in enumerate(order):
         author, genre, subtopic, text = docs[i]
-        out.append(Document(f"{id_prefix}-{new_id:04d}", (author,), text, f"synthetic:{genre}",
-                            {"source": "synthetic (aa-harness demo generator)", "subtopic": subtopic}))
+        out.append(
+            Document(
+                f"{id_prefix}-{new_id:04d}",
+                (author,),
+                text,
+                f"synthetic:{genre}",
+                {"source": "synthetic (aa-harness demo generator)", "subtopic": subtopic},
+            )
+        )
     return sorted(out, key=lambda d: d.documentID)
 
 

@@ -1,4 +1,5 @@
 """The canonical document record (HIATUS field names) and its validation."""
+
 from __future__ import annotations
 
 import hashlib
@@ -51,13 +52,16 @@ def document_from_record(record: Mapping[str, Any], where: str, *, required=REQU
     if "authorIDs" in required and (
         not isinstance(authors, list) or not authors or not all(isinstance(a, str) and a.strip() for a in authors)
     ):
-        raise DataError(f"{where}: document {doc_id!r}: 'authorIDs' must be a non-empty list of strings, got {authors!r}")
+        raise DataError(
+            f"{where}: document {doc_id!r}: 'authorIDs' must be a non-empty list of strings, got {authors!r}"
+        )
     text = record["fullText"]
     if not isinstance(text, str):
         raise DataError(f"{where}: document {doc_id!r}: 'fullText' must be a string, got {type(text).__name__}")
     if not _visible(text):
-        raise DataError(f"{where}: document {doc_id!r} has an empty 'fullText' (nothing but spaces or "
-                        "invisible characters)")
+        raise DataError(
+            f"{where}: document {doc_id!r} has an empty 'fullText' (nothing but spaces or invisible characters)"
+        )
     genre = record.get("genre", "")
     if "genre" in required and (not isinstance(genre, str) or not genre.strip()):
         raise DataError(f"{where}: document {doc_id!r}: 'genre' must be a non-empty string, got {genre!r}")
@@ -72,5 +76,4 @@ def _visible(text: str) -> bool:
     (zero-width spaces and joiners, byte-order marks), which every system would rank by id alone."""
     import unicodedata
 
-    return any(not ch.isspace() and unicodedata.category(ch) not in ("Cc", "Cf", "Zs", "Zl", "Zp")
-               for ch in text)
+    return any(not ch.isspace() and unicodedata.category(ch) not in ("Cc", "Cf", "Zs", "Zl", "Zp") for ch in text)

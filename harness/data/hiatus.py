@@ -8,6 +8,7 @@ candidates get none. Folders with the same label and different sample numbers be
 seeds of one collection, e.g. `hrs1-perGenre-HRS1.3` with seed 0. A query's needles are
 the candidates that share an author with it in the groundtruth.
 """
+
 from __future__ import annotations
 
 import re
@@ -75,7 +76,9 @@ def read_ta1_folder(folder: Path, label: str) -> tuple[dict[str, Document], Give
     needles = {q: tuple(sorted({c for a in doc.authorIDs for c in by_author.get(a, ())})) for q, doc in queries.items()}
     without = sorted(q for q, n in needles.items() if not n)
     if without:
-        raise DataError(f"{folder}: {len(without)} query(ies) have no candidate by the same author (first: {without[0]!r})")
+        raise DataError(
+            f"{folder}: {len(without)} query(ies) have no candidate by the same author (first: {without[0]!r})"
+        )
     split = GivenSplit(
         queries=tuple((q, queries[q].authorIDs, label) for q in sorted(queries)),
         candidates=tuple(sorted(candidates)),

@@ -1,4 +1,5 @@
 """Reading JSONL (optionally gzipped) with errors that name the file and line."""
+
 from __future__ import annotations
 
 import gzip

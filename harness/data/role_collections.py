@@ -11,6 +11,7 @@ recorded in `Collection.derivation`, from where the split builder copies it into
 (author fraction, candidate pool, query-needle dissimilarity rule); `aa-harness split` and
 `run` use them unless told otherwise.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -22,8 +23,14 @@ from harness.data.topic_labels import TopicSettings, load_or_derive
 from harness.errors import DataError
 
 
-def role_collection(name: str, path: str | Path, *, topics: TopicSettings | None = None,
-                    labels_path: Path | None = None, split_defaults: Mapping[str, object] | None = None) -> Collection:
+def role_collection(
+    name: str,
+    path: str | Path,
+    *,
+    topics: TopicSettings | None = None,
+    labels_path: Path | None = None,
+    split_defaults: Mapping[str, object] | None = None,
+) -> Collection:
     docs = read_documents([path])
     roles = {d: doc.extra.get("role") for d, doc in docs.items()}
     bad = sorted({str(r) for r in roles.values()} - {"foreground", "background"})
@@ -43,8 +50,14 @@ def role_collection(name: str, path: str | Path, *, topics: TopicSettings | None
     multi = {a for a, g in genres.items() if len(g) >= 2}
     # A foreground author writing in one genre only cannot give a cross-genre query: haystack.
     background |= {d for d, doc in docs.items() if d not in background and not set(doc.authorIDs) & multi}
-    collection = Collection(name=name, documents=docs, background_ids=frozenset(background), sources=(str(path),),
-                            split_defaults=dict(split_defaults or {}), derivation=derivation)
+    collection = Collection(
+        name=name,
+        documents=docs,
+        background_ids=frozenset(background),
+        sources=(str(path),),
+        split_defaults=dict(split_defaults or {}),
+        derivation=derivation,
+    )
     if not collection.foreground_authors():
         raise DataError(f"collection {name!r}: no foreground author has documents in two or more genres")
     return collection

@@ -17,6 +17,7 @@ Numerical libraries may round differently on another machine, so a collection re
 committed labels file when one exists for the same input documents and settings (see
 `load_or_derive`) rather than re-deriving them: a split is tied to the labels it was built on.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -54,7 +55,7 @@ class TopicSettings:
 class TopicLabels:
     settings: TopicSettings
     labels: Mapping[str, str]  # documentID -> label
-    input_sha256: str          # over the sorted (documentID, text sha256) pairs that were labelled
+    input_sha256: str  # over the sorted (documentID, text sha256) pairs that were labelled
     top_terms: Mapping[str, tuple[str, ...]]
 
     @property
@@ -66,13 +67,23 @@ class TopicLabels:
         sizes: dict[str, int] = {}
         for label in self.labels.values():
             sizes[label] = sizes.get(label, 0) + 1
-        return {"settings": self.settings.as_dict(), "labels_sha256": self.sha256, "input_sha256": self.input_sha256,
-                "n_documents": len(self.labels), "n_topics": len(sizes)}
+        return {
+            "settings": self.settings.as_dict(),
+            "labels_sha256": self.sha256,
+            "input_sha256": self.input_sha256,
+            "n_documents": len(self.labels),
+            "n_topics": len(sizes),
+        }
 
     def to_json(self) -> str:
-        obj = {"schema": LABELS_SCHEMA, "settings": self.settings.as_dict(), "input_sha256": self.input_sha256,
-               "labels_sha256": self.sha256, "top_terms": {k: list(v) for k, v in sorted(self.top_terms.items())},
-               "labels": dict(sorted(self.labels.items()))}
+        obj = {
+            "schema": LABELS_SCHEMA,
+            "settings": self.settings.as_dict(),
+            "input_sha256": self.input_sha256,
+            "labels_sha256": self.sha256,
+            "top_terms": {k: list(v) for k, v in sorted(self.top_terms.items())},
+            "labels": dict(sorted(self.labels.items())),
+        }
         return json.dumps(obj, indent=0, sort_keys=True, ensure_ascii=False) + "\n"
 
 
@@ -86,7 +97,9 @@ def labels_fingerprint(labels: Mapping[str, str]) -> str:
 def input_fingerprint(texts: Mapping[str, str]) -> str:
     h = hashlib.sha256()
     for doc_id in sorted(texts):
-        h.update(json.dumps([doc_id, hashlib.sha256(texts[doc_id].encode("utf-8")).hexdigest()]).encode("utf-8") + b"\n")
+        h.update(
+            json.dumps([doc_id, hashlib.sha256(texts[doc_id].encode("utf-8")).hexdigest()]).encode("utf-8") + b"\n"
+        )
     return h.hexdigest()
 
 
@@ -96,15 +109,23 @@ def _lsa(texts: Sequence[str], s: TopicSettings):
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.preprocessing import normalize
 
-    vec = TfidfVectorizer(lowercase=True, stop_words=s.stop_words or None, min_df=s.min_df, max_df=s.max_df,
-                          sublinear_tf=s.sublinear_tf, dtype=np.float64)
+    vec = TfidfVectorizer(
+        lowercase=True,
+        stop_words=s.stop_words or None,
+        min_df=s.min_df,
+        max_df=s.max_df,
+        sublinear_tf=s.sublinear_tf,
+        dtype=np.float64,
+    )
     try:
         x = vec.fit_transform(texts)
     except ValueError as e:  # e.g. every term pruned by min_df/max_df
         raise DataError(f"{len(texts)} documents give no usable vocabulary for topics ({e})") from None
     if s.svd_dims >= x.shape[1]:
-        raise DataError(f"--svd-dims {s.svd_dims}: the documents' vocabulary has {x.shape[1]} terms (after min_df "
-                        f"{s.min_df}); give fewer dimensions than terms")
+        raise DataError(
+            f"--svd-dims {s.svd_dims}: the documents' vocabulary has {x.shape[1]} terms (after min_df "
+            f"{s.min_df}); give fewer dimensions than terms"
+        )
     svd = TruncatedSVD(n_components=s.svd_dims, algorithm="randomized", n_iter=7, random_state=s.seed)
     z = normalize(svd.fit_transform(x))
     return z, svd, vec
@@ -153,9 +174,12 @@ def derive_topics(texts: Mapping[str, str], settings: TopicSettings = TopicSetti
 def read_labels(path: Path) -> TopicLabels:
     try:
         obj = json.loads(Path(path).read_text(encoding="utf-8"))
-        labels = TopicLabels(settings=TopicSettings(**obj["settings"]), labels=obj["labels"],
-                             input_sha256=obj["input_sha256"],
-                             top_terms={k: tuple(v) for k, v in obj.get("top_terms", {}).items()})
+        labels = TopicLabels(
+            settings=TopicSettings(**obj["settings"]),
+            labels=obj["labels"],
+            input_sha256=obj["input_sha256"],
+            top_terms={k: tuple(v) for k, v in obj.get("top_terms", {}).items()},
+        )
     except (OSError, KeyError, TypeError, ValueError) as e:
         raise DataError(f"{path}: not a topic-labels file ({type(e).__name__}: {e})") from None
     if obj.get("labels_sha256") != labels.sha256:
@@ -181,8 +205,13 @@ def load_or_derive(texts: Mapping[str, str], settings: TopicSettings, path: Path
     return derive_topics(texts, settings)
 
 
-def k_study(texts: Mapping[str, str], ks: Sequence[int], settings: TopicSettings = TopicSettings(),
-            authors: Mapping[str, Sequence[str]] | None = None, sample: int = 3000) -> list[dict]:
+def k_study(
+    texts: Mapping[str, str],
+    ks: Sequence[int],
+    settings: TopicSettings = TopicSettings(),
+    authors: Mapping[str, Sequence[str]] | None = None,
+    sample: int = 3000,
+) -> list[dict]:
     """For each k: silhouette (cosine, on the LSA vectors, a fixed sample), the largest topic's
     share, and with `authors` (documentID -> authors) how many authors have posts in 2+ topics."""
     import numpy as np
@@ -225,9 +254,21 @@ def write_topic_outputs(labels: TopicLabels, docs: Mapping, out: Path | None, la
     if out:
         files[Path(out)] = labels.to_json()
     if labelled_out:
-        text = "".join(json.dumps({**doc.extra, "documentID": d, "authorIDs": list(doc.authorIDs), "fullText": doc.fullText,
-                                   "genre": labels.labels[d], "corpus_genre": doc.genre}, ensure_ascii=False) + "\n"
-                       for d, doc in docs.items())
+        text = "".join(
+            json.dumps(
+                {
+                    **doc.extra,
+                    "documentID": d,
+                    "authorIDs": list(doc.authorIDs),
+                    "fullText": doc.fullText,
+                    "genre": labels.labels[d],
+                    "corpus_genre": doc.genre,
+                },
+                ensure_ascii=False,
+            )
+            + "\n"
+            for d, doc in docs.items()
+        )
         if str(labelled_out).endswith(".gz"):
             buf = io.BytesIO()
             with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0) as zf:

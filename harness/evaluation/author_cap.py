@@ -12,6 +12,7 @@ global randomness): documents are taken in the order of sha256("<seed>:<id>"), a
 while every (author, genre) cell it belongs to holds fewer than N kept documents. A co-authored
 document counts in each of its authors' cells.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,8 +30,9 @@ def check_cap(value: Any) -> int | None:
     if value is None or (isinstance(value, int) and not isinstance(value, bool) and value == 0):
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise HarnessError(f"max documents per (author, genre) must be a whole number of at least 1 (0: no cap), "
-                           f"got {value!r}")
+        raise HarnessError(
+            f"max documents per (author, genre) must be a whole number of at least 1 (0: no cap), got {value!r}"
+        )
     return value
 
 

@@ -53,7 +53,9 @@ def author_clusters(
     return {key: uf.find(authors[0]) for key, authors in query_authors.items()}
 
 
-def needle_ties(needles: Mapping[str, Sequence[str]], query_authors: Mapping[str, Sequence[str]]) -> list[tuple[str, ...]]:
+def needle_ties(
+    needles: Mapping[str, Sequence[str]], query_authors: Mapping[str, Sequence[str]]
+) -> list[tuple[str, ...]]:
     """Of one split: the authors of the queries that share a needle, for each needle shared by queries
     of different authors (sorted, so the result does not depend on the manifest's order)."""
     by_needle: dict[str, set[str]] = {}

@@ -6,6 +6,7 @@ cluster (one query author across all pooled seeds, co-authors joined; see
 harness.evaluation.author_clusters), then averages those means over the clusters, so it answers
 "for a typical author, how often is the needle found" rather than "for a typical query".
 """
+
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping

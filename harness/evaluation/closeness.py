@@ -13,6 +13,7 @@ LSA is derived from the same word counts as the dissimilarity rule, so on a coll
 that rule it is biased towards "far"; the leaderboard's per-collection page adds the same two
 figures under all-mpnet-base-v2 (the paper's SBERT) from the committed `sbert` run.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -33,10 +34,14 @@ def lsa_vectors(collection: Collection) -> tuple[dict[str, int], np.ndarray]:
         from sklearn.preprocessing import normalize
 
         ids = sorted(collection.documents)
-        x = TfidfVectorizer(lowercase=True, stop_words="english", sublinear_tf=True, min_df=2, max_df=0.5).fit_transform(
-            [collection.documents[i].fullText for i in ids])
-        z = normalize(TruncatedSVD(n_components=min(LSA_DIMS, x.shape[1] - 1), algorithm="randomized", n_iter=7,
-                                   random_state=0).fit_transform(x))
+        x = TfidfVectorizer(
+            lowercase=True, stop_words="english", sublinear_tf=True, min_df=2, max_df=0.5
+        ).fit_transform([collection.documents[i].fullText for i in ids])
+        z = normalize(
+            TruncatedSVD(
+                n_components=min(LSA_DIMS, x.shape[1] - 1), algorithm="randomized", n_iter=7, random_state=0
+            ).fit_transform(x)
+        )
         _CACHE.clear()
         _CACHE[key] = ({d: i for i, d in enumerate(ids)}, z.astype(np.float32))
     return _CACHE[key]
@@ -50,7 +55,7 @@ def closeness(collection: Collection, split) -> dict[str, float]:
     ranks = []
     nearest_haystack = 0
     for start in range(0, len(split.queries), 512):
-        block = split.queries[start:start + 512]
+        block = split.queries[start : start + 512]
         scores = z[[row[q.documentID] for q in block]] @ c.T
         for q, s in zip(block, scores):
             needle_idx = [index[n] for n in split.needles[q.documentID]]
@@ -59,8 +64,11 @@ def closeness(collection: Collection, split) -> dict[str, float]:
             ranks.append(rank)
             nearest_haystack += rank > 1
     r = np.asarray(ranks)
-    return {"haystack_nearest": nearest_haystack / len(r), "median_first_needle_rank": float(np.median(r)),
-            "mean_first_needle_rank": float(r.mean())}
+    return {
+        "haystack_nearest": nearest_haystack / len(r),
+        "median_first_needle_rank": float(np.median(r)),
+        "mean_first_needle_rank": float(r.mean()),
+    }
 
 
 def closeness_table(collection: Collection, splits: Sequence) -> str:
@@ -69,8 +77,24 @@ def closeness_table(collection: Collection, splits: Sequence) -> str:
     rows = []
     for s in sorted(splits, key=lambda s: s.seed):
         m = closeness(collection, s)
-        rows.append([s.collection, s.seed, f"{100 * m['haystack_nearest']:.1f}", f"{m['median_first_needle_rank']:.0f}",
-                     f"{m['mean_first_needle_rank']:.0f}"])
-    return tabulate(rows, headers=["collection", "seed", "queries whose nearest candidate is haystack (LSA) %",
-                                   "first-needle rank, median (LSA)", "first-needle rank, mean (LSA)"],
-                    tablefmt="github", disable_numparse=True)
+        rows.append(
+            [
+                s.collection,
+                s.seed,
+                f"{100 * m['haystack_nearest']:.1f}",
+                f"{m['median_first_needle_rank']:.0f}",
+                f"{m['mean_first_needle_rank']:.0f}",
+            ]
+        )
+    return tabulate(
+        rows,
+        headers=[
+            "collection",
+            "seed",
+            "queries whose nearest candidate is haystack (LSA) %",
+            "first-needle rank, median (LSA)",
+            "first-needle rank, mean (LSA)",
+        ],
+        tablefmt="github",
+        disable_numparse=True,
+    )

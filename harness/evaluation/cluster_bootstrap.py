@@ -8,6 +8,7 @@ replacement; each resample gives t* = (theta* - theta) / se*, and the interval i
 corrects most of the skew that makes a percentile interval too narrow with few clusters or a mean
 near 0 or 1. A paired difference uses the inverted sign-flip test instead (harness.evaluation.sign_flip).
 """
+
 from __future__ import annotations
 
 import math
@@ -19,11 +20,18 @@ def _ratio_se(y: np.ndarray, n: np.ndarray, theta: np.ndarray | float) -> np.nda
     """Cluster-robust SE of sum(y)/sum(n); y and n are (..., k)."""
     k = y.shape[-1]
     resid = y - np.asarray(theta)[..., None] * n
-    return np.sqrt(k / (k - 1) * (resid ** 2).sum(axis=-1)) / n.sum(axis=-1)
+    return np.sqrt(k / (k - 1) * (resid**2).sum(axis=-1)) / n.sum(axis=-1)
 
 
-def studentized_interval(sums: np.ndarray, counts: np.ndarray, *, level: float = 0.95, resamples: int = 2000,
-                         seed: int = 0, bounds: tuple[float, float] = (0.0, 1.0)) -> tuple[float, float]:
+def studentized_interval(
+    sums: np.ndarray,
+    counts: np.ndarray,
+    *,
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+    bounds: tuple[float, float] = (0.0, 1.0),
+) -> tuple[float, float]:
     """95% bootstrap-t interval of sum(sums) / sum(counts), resampling clusters."""
     y = np.asarray(sums, dtype=float)
     n = np.asarray(counts, dtype=float)
@@ -43,8 +51,9 @@ def studentized_interval(sums: np.ndarray, counts: np.ndarray, *, level: float =
         th = ys.sum(axis=1) / ns.sum(axis=1)
         se_star = _ratio_se(ys, ns, th)
         with np.errstate(divide="ignore", invalid="ignore"):
-            t[start:start + m] = np.where(se_star > 0, (th - theta) / se_star,
-                                          np.where(th == theta, 0.0, np.sign(th - theta) * math.inf))
+            t[start : start + m] = np.where(
+                se_star > 0, (th - theta) / se_star, np.where(th == theta, 0.0, np.sign(th - theta) * math.inf)
+            )
     q_lo, q_hi = np.quantile(t, [(1 - level) / 2, (1 + level) / 2])
     lo = theta - q_hi * se
     hi = theta - q_lo * se

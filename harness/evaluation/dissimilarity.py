@@ -12,6 +12,7 @@ no GPU kernels), so a manifest is byte-identical on any machine. TF-IDF is fitte
 document of the collection in documentID order (lowercased word runs of 2+ characters, English
 stop words removed, sublinear tf, rows L2-normalised).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -46,15 +47,22 @@ def tfidf_matrix(collection: Collection, rule: DissimilarityRule):
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         ids = sorted(collection.documents)
-        vec = TfidfVectorizer(lowercase=True, stop_words=rule.stop_words or None, sublinear_tf=rule.sublinear_tf,
-                              min_df=rule.min_df, dtype=np.float64)
+        vec = TfidfVectorizer(
+            lowercase=True,
+            stop_words=rule.stop_words or None,
+            sublinear_tf=rule.sublinear_tf,
+            min_df=rule.min_df,
+            dtype=np.float64,
+        )
         x = vec.fit_transform([collection.documents[i].fullText for i in ids]).tocsr()
         _CACHE.clear()
         _CACHE[key] = ({d: i for i, d in enumerate(ids)}, x)
     return _CACHE[key]
 
 
-def max_needle_cosine(collection: Collection, needles: Mapping[str, Sequence[str]], rule: DissimilarityRule) -> dict[str, float]:
+def max_needle_cosine(
+    collection: Collection, needles: Mapping[str, Sequence[str]], rule: DissimilarityRule
+) -> dict[str, float]:
     """Per query, the largest cosine between it and any of its needles."""
     row, x = tfidf_matrix(collection, rule)
     out = {}

@@ -12,6 +12,7 @@ Without the data (a results folder read on a machine without the corpus) the che
 no data still apply: the file's own sha256, the seed and collection against the file's place,
 and the split's structural guarantees (check_split without documents).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -62,9 +63,19 @@ def record_checked(split) -> None:
         from harness.atomic import atomic_write_text
         from harness.user_key import sign
 
-        atomic_write_text(_key(split), json.dumps({"collection": split.collection, "seed": split.seed,
-                                                    "manifest_sha256": split.sha256, "pid": os.getpid(),
-                                                    "hmac": sign(*_parts(split))}) + "\n")
+        atomic_write_text(
+            _key(split),
+            json.dumps(
+                {
+                    "collection": split.collection,
+                    "seed": split.seed,
+                    "manifest_sha256": split.sha256,
+                    "pid": os.getpid(),
+                    "hmac": sign(*_parts(split)),
+                }
+            )
+            + "\n",
+        )
     except OSError as e:  # a read-only cache costs the rebuild next time, nothing else
         log.debug("manifest check not cached (%s)", e)
 
@@ -72,9 +83,11 @@ def record_checked(split) -> None:
 def compare_rebuilt(split, rebuilt, where: str) -> None:
     """DataError unless the rebuilt split is the manifest's."""
     if rebuilt is None or rebuilt.sha256 != split.sha256:
-        raise DataError(f"{where}: the builder, given the data and this manifest's settings and seed, builds another "
-                        f"split ({_first_difference(split, rebuilt)}); the manifest was edited, or the data changed: "
-                        "rebuild it with `aa-harness split --overwrite`")
+        raise DataError(
+            f"{where}: the builder, given the data and this manifest's settings and seed, builds another "
+            f"split ({_first_difference(split, rebuilt)}); the manifest was edited, or the data changed: "
+            "rebuild it with `aa-harness split --overwrite`"
+        )
 
 
 def _first_difference(split, rebuilt) -> str:

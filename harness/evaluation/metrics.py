@@ -8,6 +8,7 @@
   tie-break would score it by how the ids happen to sort.
 Everything here is pure: ids in, numbers out. No torch.
 """
+
 from __future__ import annotations
 
 import math
@@ -128,5 +129,7 @@ def pooled_metric(results: Sequence[Mapping], metric: str) -> float:
 def metrics_line(metrics: Mapping[str, float]) -> str:
     """The headline metrics as the CLI prints them: percent with one decimal, like the leaderboard pages
     (MRR@20 too is shown ×100)."""
-    return "  ".join(f"{name} {100 * metrics[key]:.1f}%" for key, name in
-                     (("success@8", "S@8"), ("success@100", "S@100"), ("mrr@20", "MRR@20")))
+    return "  ".join(
+        f"{name} {100 * metrics[key]:.1f}%"
+        for key, name in (("success@8", "S@8"), ("success@100", "S@100"), ("mrr@20", "MRR@20"))
+    )

@@ -4,6 +4,7 @@ Sort the m p-values ascending; the i-th smallest (1-based) is adjusted to (m - i
 non-decreasing along the order and capped at 1. A test is rejected at family-wise level alpha when
 its adjusted p is below alpha. Valid under any dependence between the tests (Holm 1979).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

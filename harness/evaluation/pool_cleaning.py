@@ -19,6 +19,7 @@ The rules are stated so that anyone can check them against the data:
 The manifest records the rule, the bot authors found and what each part removed, and the
 manifest check rebuilds it byte for byte.
 """
+
 from __future__ import annotations
 
 import re
@@ -29,8 +30,9 @@ from harness.data.collection import Collection
 from harness.errors import HarnessError
 
 SETTING = "pool_cleaning"
-_SAYS_AUTOMATED = re.compile(r"\bI am a bot\b|\bI'?m a (?:ro)?bot\b|\bleft automatically\b|\bbeep\W+boop\b",
-                             re.IGNORECASE)
+_SAYS_AUTOMATED = re.compile(
+    r"\bI am a bot\b|\bI'?m a (?:ro)?bot\b|\bleft automatically\b|\bbeep\W+boop\b", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -57,8 +59,9 @@ class PoolCleaning:
         if not isinstance(bots, bool):
             raise HarnessError(f"{SETTING}.bots must be true or false, got {bots!r}")
         if isinstance(cosine, bool) or not isinstance(cosine, (int, float)) or not 0 < cosine:
-            raise HarnessError(f"{SETTING}.near_copy_cosine must be a cosine above 0 (1 or more: no near-copy rule), "
-                               f"got {cosine!r}")
+            raise HarnessError(
+                f"{SETTING}.near_copy_cosine must be a cosine above 0 (1 or more: no near-copy rule), got {cosine!r}"
+            )
         return cls(bots, float(cosine))
 
 
@@ -73,25 +76,37 @@ def bot_authors(collection: Collection) -> list[str]:
         for a in doc.authorIDs:
             if a.rsplit(":", 1)[-1].lower().endswith("bot"):
                 texts.setdefault(a, []).append(doc.fullText)
-    return sorted(a for a, ts in texts.items()
-                  if any(_SAYS_AUTOMATED.search(t) or a.rsplit(":", 1)[-1].lower() in t.lower() for t in ts))
+    return sorted(
+        a
+        for a, ts in texts.items()
+        if any(_SAYS_AUTOMATED.search(t) or a.rsplit(":", 1)[-1].lower() in t.lower() for t in ts)
+    )
 
 
-def remove_bots(collection: Collection, rule: PoolCleaning, needles: dict[str, tuple[str, ...]],
-                candidates: Sequence[str], builder: dict[str, Any]) -> tuple[dict[str, tuple[str, ...]], list[str]]:
+def remove_bots(
+    collection: Collection,
+    rule: PoolCleaning,
+    needles: dict[str, tuple[str, ...]],
+    candidates: Sequence[str],
+    builder: dict[str, Any],
+) -> tuple[dict[str, tuple[str, ...]], list[str]]:
     """(needles, candidates) without any document of a bot; a query left with no needle is dropped."""
     bots = bot_authors(collection) if rule.bots else []
     gone = {d for d, doc in collection.documents.items() if set(doc.authorIDs) & set(bots)}
     kept = {q: tuple(n for n in ns if n not in gone) for q, ns in needles.items() if q not in gone}
     kept = {q: ns for q, ns in kept.items() if ns}
-    builder[SETTING] = {**rule.as_dict(), "bot_authors": bots,
-                        "bot_candidates_removed": len(gone & set(candidates)),
-                        "queries_dropped_as_bots": len(needles) - len(kept)}
+    builder[SETTING] = {
+        **rule.as_dict(),
+        "bot_authors": bots,
+        "bot_candidates_removed": len(gone & set(candidates)),
+        "queries_dropped_as_bots": len(needles) - len(kept),
+    }
     return kept, [c for c in candidates if c not in gone]
 
 
-def drop_near_copies(collection: Collection, rule: PoolCleaning, needles: dict[str, tuple[str, ...]],
-                     builder: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+def drop_near_copies(
+    collection: Collection, rule: PoolCleaning, needles: dict[str, tuple[str, ...]], builder: dict[str, Any]
+) -> dict[str, tuple[str, ...]]:
     """The queries whose closest needle is below the near-copy cosine; the recorded per-query
     cosines, if any, are kept for the queries that stay."""
     from harness.evaluation.dissimilarity import DissimilarityRule, max_needle_cosine

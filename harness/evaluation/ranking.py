@@ -3,6 +3,7 @@
 The rule (score descending, then documentID ascending) is applied here so that a system
 which returns only its top k agrees with the metrics on which candidates make the cut.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -16,8 +17,13 @@ class NonFiniteScoreError(HarnessError):
     """A score matrix holds NaN or an infinity: no ranking can be cut from it."""
 
 
-def check_finite(scores: np.ndarray, query_ids: Sequence[str] | None = None, candidate_ids: Sequence[str] | None = None,
-                 *, row_offset: int = 0) -> None:
+def check_finite(
+    scores: np.ndarray,
+    query_ids: Sequence[str] | None = None,
+    candidate_ids: Sequence[str] | None = None,
+    *,
+    row_offset: int = 0,
+) -> None:
     """Raise NonFiniteScoreError naming the first query (and candidate) whose score is NaN or infinite.
 
     Checked before any cut-off: `row >= kth` is false for every entry when kth is NaN, so a
@@ -30,11 +36,14 @@ def check_finite(scores: np.ndarray, query_ids: Sequence[str] | None = None, can
     i, j = (int(x) for x in np.argwhere(~finite)[0])
     q = query_ids[i] if query_ids is not None else f"row {row_offset + i}"
     c = f" for candidate {candidate_ids[j]!r}" if candidate_ids is not None else ""
-    raise NonFiniteScoreError(f"query {q!r}: non-finite score {scores[i, j]!r}{c} ({int((~finite).sum())} such score(s))")
+    raise NonFiniteScoreError(
+        f"query {q!r}: non-finite score {scores[i, j]!r}{c} ({int((~finite).sum())} such score(s))"
+    )
 
 
-def top_k(scores: np.ndarray, candidate_ids: Sequence[str], k: int,
-          query_ids: Sequence[str] | None = None) -> list[list[tuple[str, float]]]:
+def top_k(
+    scores: np.ndarray, candidate_ids: Sequence[str], k: int, query_ids: Sequence[str] | None = None
+) -> list[list[tuple[str, float]]]:
     """Per row of `scores` (queries x candidates), the k best (id, score) pairs in rank order.
 
     Raises NonFiniteScoreError (naming the query, from `query_ids` when given) on NaN or infinite scores.
@@ -59,13 +68,20 @@ def top_k(scores: np.ndarray, candidate_ids: Sequence[str], k: int,
     return out
 
 
-def top_k_inner_product(query_vecs: np.ndarray, cand_vecs: np.ndarray, candidate_ids: Sequence[str], k: int,
-                 *, block: int = 256, query_ids: Sequence[str] | None = None) -> list[list[tuple[str, float]]]:
+def top_k_inner_product(
+    query_vecs: np.ndarray,
+    cand_vecs: np.ndarray,
+    candidate_ids: Sequence[str],
+    k: int,
+    *,
+    block: int = 256,
+    query_ids: Sequence[str] | None = None,
+) -> list[list[tuple[str, float]]]:
     """Exact inner-product search in query blocks (bounded memory), with the tie rule."""
     out: list[list[tuple[str, float]]] = []
     for start in range(0, len(query_vecs), block):
-        scores = query_vecs[start:start + block] @ cand_vecs.T
-        ids = None if query_ids is None else query_ids[start:start + block]
+        scores = query_vecs[start : start + block] @ cand_vecs.T
+        ids = None if query_ids is None else query_ids[start : start + block]
         out.extend(top_k(scores, candidate_ids, k, ids))
     return out
 
@@ -85,6 +101,8 @@ def check_vectors(vectors, documents: Sequence, what: str = "encode()") -> np.nd
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         value = arr[i][~np.isfinite(arr[i])][0]
-        raise NonFiniteScoreError(f"{what}: document {documents[i].documentID!r} got a non-finite vector "
-                                  f"(value {float(value)!r}; {int(bad.sum())} such document(s))")
+        raise NonFiniteScoreError(
+            f"{what}: document {documents[i].documentID!r} got a non-finite vector "
+            f"(value {float(value)!r}; {int(bad.sum())} such document(s))"
+        )
     return arr

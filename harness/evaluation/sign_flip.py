@@ -22,6 +22,7 @@ The interval and the p agree by construction: 0 lies in the interval exactly whe
 
 Pure numpy: cluster sums in, numbers out.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,8 +35,8 @@ import numpy as np
 EXACT_MAX = 20
 DRAWS = 10_000
 MAX_DRAWS = 320_000
-NEAR = 0.01          # p this close to alpha gets more draws ...
-TARGET_SE = 0.001    # ... until its Monte Carlo SE is at most this
+NEAR = 0.01  # p this close to alpha gets more draws ...
+TARGET_SE = 0.001  # ... until its Monte Carlo SE is at most this
 _CHUNK = 4096
 
 
@@ -49,21 +50,21 @@ def cluster_sums(diff: Sequence[float], clusters: Sequence[Hashable] | None) -> 
     for c in clusters:
         index.setdefault(c, len(index))
     ids = np.array([index[c] for c in clusters], dtype=np.int64)
-    return (np.bincount(ids, weights=d, minlength=len(index)),
-            np.bincount(ids, minlength=len(index)).astype(float))
+    return (np.bincount(ids, weights=d, minlength=len(index)), np.bincount(ids, minlength=len(index)).astype(float))
 
 
 @dataclass(frozen=True)
 class SignFlipP:
     p: float
-    se: float       # Monte Carlo standard error of p; 0 when exact
+    se: float  # Monte Carlo standard error of p; 0 when exact
     exact: bool
-    draws: int      # random assignments drawn; 0 when exact
+    draws: int  # random assignments drawn; 0 when exact
 
 
 @dataclass(frozen=True)
 class Assignments:
     """Per sign assignment: a = sum_i e_i S_i and b = sum_i e_i n_i; `exact` when they are all 2^k."""
+
     a: np.ndarray
     b: np.ndarray
     exact: bool
@@ -88,7 +89,7 @@ def _draw(rng: np.random.Generator, sums: np.ndarray, counts: np.ndarray, m: int
         size = min(_CHUNK, m - start)
         signs = (rng.integers(0, 2, size=(size, len(sums)), dtype=np.int8) * 2 - 1).astype(float)
         ab = signs @ both
-        a[start:start + size], b[start:start + size] = ab[:, 0], ab[:, 1]
+        a[start : start + size], b[start : start + size] = ab[:, 0], ab[:, 1]
     return a, b
 
 
@@ -102,9 +103,18 @@ def _hits(a: np.ndarray, observed: float) -> int:
     return int(_reaches(a, observed).sum())
 
 
-def sign_flip_test(sums: np.ndarray, counts: np.ndarray, *, alpha: float = 0.05, draws: int = DRAWS,
-                   max_draws: int = MAX_DRAWS, near: float = NEAR, target_se: float = TARGET_SE,
-                   exact_max: int = EXACT_MAX, seed: int = 0) -> tuple[SignFlipP, Assignments | None]:
+def sign_flip_test(
+    sums: np.ndarray,
+    counts: np.ndarray,
+    *,
+    alpha: float = 0.05,
+    draws: int = DRAWS,
+    max_draws: int = MAX_DRAWS,
+    near: float = NEAR,
+    target_se: float = TARGET_SE,
+    exact_max: int = EXACT_MAX,
+    seed: int = 0,
+) -> tuple[SignFlipP, Assignments | None]:
     """The two-sided p of sum(S) = 0, and the random assignments it drew (None when exact)."""
     sums = np.asarray(sums, dtype=float)
     counts = np.asarray(counts, dtype=float)
@@ -142,8 +152,9 @@ def _accepted_ends(flips: Assignments, total: float, n: float) -> tuple[np.ndarr
     return np.where(tie, np.minimum(lo, 0.0), lo), np.where(tie, np.maximum(hi, 0.0), hi)
 
 
-def inverted_interval(sums: np.ndarray, counts: np.ndarray, flips: Assignments, *,
-                      alpha: float = 0.05) -> tuple[float, float]:
+def inverted_interval(
+    sums: np.ndarray, counts: np.ndarray, flips: Assignments, *, alpha: float = 0.05
+) -> tuple[float, float]:
     """The shifts d of the per-query mean difference that the sign-flip test of (difference - d)
     does not reject at `alpha`, given the assignments (all of them, or random ones)."""
     sums = np.asarray(sums, dtype=float)
@@ -162,8 +173,15 @@ def inverted_interval(sums: np.ndarray, counts: np.ndarray, flips: Assignments, 
     return lower, upper
 
 
-def interval_assignments(sums: np.ndarray, counts: np.ndarray, drawn: Assignments | None, *,
-                         draws: int = DRAWS, exact_max: int = EXACT_MAX, seed: int = 0) -> Assignments:
+def interval_assignments(
+    sums: np.ndarray,
+    counts: np.ndarray,
+    drawn: Assignments | None,
+    *,
+    draws: int = DRAWS,
+    exact_max: int = EXACT_MAX,
+    seed: int = 0,
+) -> Assignments:
     """The assignments the interval is read from: all of them when there are at most `exact_max`
     clusters, else the test's own draws (or `draws` new ones when the test was exact)."""
     sums = np.asarray(sums, dtype=float)

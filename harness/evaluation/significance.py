@@ -17,6 +17,7 @@ and the leaderboard use the query author across all pooled seeds, harness.evalua
 
 Pure numpy: ids and ranks in, numbers out.
 """
+
 from __future__ import annotations
 
 import math
@@ -57,20 +58,26 @@ class PairedResult:
     n_clusters: int
     mean_a: float
     mean_b: float
-    diff: float            # mean_a - mean_b
+    diff: float  # mean_a - mean_b
     ci95: tuple[float, float]
     p_value: float
     exact: bool
-    resamples: int         # random sign assignments drawn for p; 0 when exact
-    p_se: float = 0.0      # Monte Carlo standard error of p; 0 when exact
+    resamples: int  # random sign assignments drawn for p; 0 when exact
+    p_se: float = 0.0  # Monte Carlo standard error of p; 0 when exact
     ci_exact: bool = True  # the interval read from all sign assignments
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-def randomization_p(diff: Sequence[float], clusters: Sequence[Hashable] | None = None, *, resamples: int = DRAWS,
-                    seed: int = 0, exact_max: int = EXACT_MAX) -> tuple[float, bool]:
+def randomization_p(
+    diff: Sequence[float],
+    clusters: Sequence[Hashable] | None = None,
+    *,
+    resamples: int = DRAWS,
+    seed: int = 0,
+    exact_max: int = EXACT_MAX,
+) -> tuple[float, bool]:
     """Two-sided sign-flip p-value of mean(diff) = 0; (p, exact). See sign_flip.sign_flip_test for
     the p with its Monte Carlo SE."""
     sums, counts = cluster_sums(diff, clusters)
@@ -78,9 +85,17 @@ def randomization_p(diff: Sequence[float], clusters: Sequence[Hashable] | None =
     return got.p, got.exact
 
 
-def paired_test(a: Sequence[float], b: Sequence[float], clusters: Sequence[Hashable] | None = None, *,
-                metric: str = "", resamples: int = DRAWS, seed: int = 0, exact_max: int = EXACT_MAX,
-                alpha: float = ALPHA) -> PairedResult:
+def paired_test(
+    a: Sequence[float],
+    b: Sequence[float],
+    clusters: Sequence[Hashable] | None = None,
+    *,
+    metric: str = "",
+    resamples: int = DRAWS,
+    seed: int = 0,
+    exact_max: int = EXACT_MAX,
+    alpha: float = ALPHA,
+) -> PairedResult:
     """Compare per-query values `a` and `b` (same order, same queries)."""
     xa = np.asarray(a, dtype=float)
     xb = np.asarray(b, dtype=float)
@@ -92,10 +107,20 @@ def paired_test(a: Sequence[float], b: Sequence[float], clusters: Sequence[Hasha
     sums, counts = cluster_sums(d, clusters)
     got, drawn = sign_flip_test(sums, counts, alpha=alpha, draws=resamples, seed=seed, exact_max=exact_max)
     flips = interval_assignments(sums, counts, drawn, draws=resamples, exact_max=exact_max, seed=seed)
-    return PairedResult(metric=metric, n_queries=len(xa), n_clusters=len(sums),
-                        mean_a=float(xa.mean()), mean_b=float(xb.mean()), diff=float(d.mean()),
-                        ci95=inverted_interval(sums, counts, flips, alpha=alpha), p_value=got.p, exact=got.exact,
-                        resamples=got.draws, p_se=got.se, ci_exact=flips.exact)
+    return PairedResult(
+        metric=metric,
+        n_queries=len(xa),
+        n_clusters=len(sums),
+        mean_a=float(xa.mean()),
+        mean_b=float(xb.mean()),
+        diff=float(d.mean()),
+        ci95=inverted_interval(sums, counts, flips, alpha=alpha),
+        p_value=got.p,
+        exact=got.exact,
+        resamples=got.draws,
+        p_se=got.se,
+        ci_exact=flips.exact,
+    )
 
 
 def align(ranks_a: Mapping[Hashable, int | None], ranks_b: Mapping[Hashable, int | None]) -> list[Hashable]:
@@ -103,20 +128,36 @@ def align(ranks_a: Mapping[Hashable, int | None], ranks_b: Mapping[Hashable, int
     return sorted(set(ranks_a) & set(ranks_b), key=repr)
 
 
-def compare_ranks(ranks_a: Mapping[Hashable, int | None], ranks_b: Mapping[Hashable, int | None],
-                  cluster_of: Mapping[Hashable, Hashable] | None = None, *, metrics: Sequence[str] = METRICS,
-                  resamples: int = DRAWS, seed: int = 0) -> dict[str, PairedResult]:
+def compare_ranks(
+    ranks_a: Mapping[Hashable, int | None],
+    ranks_b: Mapping[Hashable, int | None],
+    cluster_of: Mapping[Hashable, Hashable] | None = None,
+    *,
+    metrics: Sequence[str] = METRICS,
+    resamples: int = DRAWS,
+    seed: int = 0,
+) -> dict[str, PairedResult]:
     """First-needle ranks keyed by (seed, queryID) for two runs -> one PairedResult per metric."""
     keys = align(ranks_a, ranks_b)
     if not keys:
         raise ValueError("the two runs share no query")
     clusters = [cluster_of[k] for k in keys] if cluster_of is not None else None
-    return {m: paired_test([per_query_value(ranks_a[k], m) for k in keys], [per_query_value(ranks_b[k], m) for k in keys],
-                           clusters, metric=m, resamples=resamples, seed=seed) for m in metrics}
+    return {
+        m: paired_test(
+            [per_query_value(ranks_a[k], m) for k in keys],
+            [per_query_value(ranks_b[k], m) for k in keys],
+            clusters,
+            metric=m,
+            resamples=resamples,
+            seed=seed,
+        )
+        for m in metrics
+    }
 
 
-def authors_needed(diff: Sequence[float], clusters: Sequence[Hashable], *, delta: float = 0.05, alpha: float = 0.05,
-                   power: float = 0.8) -> tuple[int, float]:
+def authors_needed(
+    diff: Sequence[float], clusters: Sequence[Hashable], *, delta: float = 0.05, alpha: float = 0.05, power: float = 0.8
+) -> tuple[int, float]:
     """(clusters needed, per-cluster sd of the mean difference) to detect a gap of `delta`."""
     from statistics import NormalDist
 

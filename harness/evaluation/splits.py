@@ -34,6 +34,7 @@ collection's `split_defaults`, else the defaults below. A manifest built with th
 settings (pool "all", no rule, no collection defaults) keeps the original builder record, so
 older manifests stay byte-identical.
 """
+
 from __future__ import annotations
 
 import functools
@@ -87,7 +88,9 @@ class Split:
                 "query_authors": len({a for q in self.queries for a in q.authorIDs}),
             },
             "needles": {q: list(v) for q, v in sorted(self.needles.items())},
-            "queries": [{"documentID": q.documentID, "authorIDs": list(q.authorIDs), "genre": q.genre} for q in self.queries],
+            "queries": [
+                {"documentID": q.documentID, "authorIDs": list(q.authorIDs), "genre": q.genre} for q in self.queries
+            ],
             "seed": self.seed,
             "source_sha256": self.source_sha256,
         }
@@ -118,13 +121,22 @@ class SplitSettings:
 
     @property
     def legacy(self) -> bool:
-        return (self.pool == DEFAULT_POOL and self.dissimilarity is None and self.max_per_author_genre is None
-                and self.pool_cleaning is None)
+        return (
+            self.pool == DEFAULT_POOL
+            and self.dissimilarity is None
+            and self.max_per_author_genre is None
+            and self.pool_cleaning is None
+        )
 
 
-def split_settings(collection: Collection, author_fraction: float | None = None, pool: str | None = None,
-                   dissimilarity: Any = None, max_per_author_genre: int | None = None,
-                   pool_cleaning: Any = None) -> SplitSettings:
+def split_settings(
+    collection: Collection,
+    author_fraction: float | None = None,
+    pool: str | None = None,
+    dissimilarity: Any = None,
+    max_per_author_genre: int | None = None,
+    pool_cleaning: Any = None,
+) -> SplitSettings:
     """The caller's settings, else the collection's `split_defaults`, else the harness defaults.
     max_per_author_genre: None takes the collection's, 0 is no cap; pool_cleaning: None takes the
     collection's, False is none."""
@@ -133,7 +145,9 @@ def split_settings(collection: Collection, author_fraction: float | None = None,
     from harness.evaluation.dissimilarity import DissimilarityRule
 
     d = collection.split_defaults
-    fraction = author_fraction if author_fraction is not None else float(d.get("author_fraction", DEFAULT_AUTHOR_FRACTION))
+    fraction = (
+        author_fraction if author_fraction is not None else float(d.get("author_fraction", DEFAULT_AUTHOR_FRACTION))
+    )
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
         raise HarnessError(f"author fraction must be in (0, 1], got {fraction!r}")
     cap = check_cap(max_per_author_genre if max_per_author_genre is not None else d.get(SETTING))
@@ -145,13 +159,20 @@ def split_settings(collection: Collection, author_fraction: float | None = None,
         rule = DissimilarityRule.from_dict(rule)
     if rule is not None and rule is not False and rule.threshold >= 1:
         rule = None  # a cosine threshold of 1 or more removes nothing: no rule
-    clean = cleaning.PoolCleaning.from_value(pool_cleaning if pool_cleaning is not None
-                                             else d.get(cleaning.SETTING))
+    clean = cleaning.PoolCleaning.from_value(pool_cleaning if pool_cleaning is not None else d.get(cleaning.SETTING))
     return SplitSettings(fraction, pool, rule or None, cap, clean)
 
 
-def build_split(collection: Collection, seed: int, author_fraction: float | None = None, *, pool: str | None = None,
-                dissimilarity: Any = None, max_per_author_genre: int | None = None, pool_cleaning: Any = None) -> Split:
+def build_split(
+    collection: Collection,
+    seed: int,
+    author_fraction: float | None = None,
+    *,
+    pool: str | None = None,
+    dissimilarity: Any = None,
+    max_per_author_genre: int | None = None,
+    pool_cleaning: Any = None,
+) -> Split:
     """Sample a split from `collection` with seed `seed` (see the module docstring).
 
     author_fraction, pool ("all" or "paper"), dissimilarity (a DissimilarityRule, or False
@@ -211,11 +232,19 @@ def _given_split(collection: Collection, seed: int) -> Split:
     assert collection.given_splits is not None
     if seed not in collection.given_splits:
         have = ", ".join(str(s) for s in sorted(collection.given_splits))
-        raise HarnessError(f"collection {collection.name!r} ships fixed splits for seed(s) {have}; there is none for seed {seed}")
+        raise HarnessError(
+            f"collection {collection.name!r} ships fixed splits for seed(s) {have}; there is none for seed {seed}"
+        )
     given = collection.given_splits[seed]
-    return Split(collection=collection.name, seed=seed, queries=tuple(Query(*q) for q in given.queries),
-                 candidates=given.candidates, needles=given.needles, builder=given.builder,
-                 source_sha256=collection.fingerprint())
+    return Split(
+        collection=collection.name,
+        seed=seed,
+        queries=tuple(Query(*q) for q in given.queries),
+        candidates=given.candidates,
+        needles=given.needles,
+        builder=given.builder,
+        source_sha256=collection.fingerprint(),
+    )
 
 
 def _sample_authors(collection: Collection, author_fraction: float, rng: random.Random) -> list[str]:
@@ -238,8 +267,9 @@ def _pick_queries(collection: Collection, sampled: Sequence[str], rng: random.Ra
     return query_genre
 
 
-def _candidate_pool(collection: Collection, query_genre: Mapping[str, str], sampled: Sequence[str],
-                    pool: str) -> tuple[list[str], dict[str, int]]:
+def _candidate_pool(
+    collection: Collection, query_genre: Mapping[str, str], sampled: Sequence[str], pool: str
+) -> tuple[list[str], dict[str, int]]:
     """Step 4: the candidates (sorted ids) and the sizes of both pools ("all" and "paper")."""
     docs = collection.documents
     # Same-genre documents sharing an author with a query are neither needles nor fair
@@ -248,7 +278,8 @@ def _candidate_pool(collection: Collection, query_genre: Mapping[str, str], samp
     for q, genre in query_genre.items():
         query_authors_by_genre.setdefault(genre, set()).update(docs[q].authorIDs)
     candidates = sorted(
-        d for d, doc in docs.items()
+        d
+        for d, doc in docs.items()
         if d not in query_genre and not (set(doc.authorIDs) & query_authors_by_genre.get(doc.genre, set()))
     )
     keep = set(sampled)
@@ -256,8 +287,9 @@ def _candidate_pool(collection: Collection, query_genre: Mapping[str, str], samp
     return (paper if pool == "paper" else candidates), {"all": len(candidates), "paper": len(paper)}
 
 
-def _find_needles(collection: Collection, query_genre: Mapping[str, str], candidates: Sequence[str],
-                  seed: int) -> dict[str, tuple[str, ...]]:
+def _find_needles(
+    collection: Collection, query_genre: Mapping[str, str], candidates: Sequence[str], seed: int
+) -> dict[str, tuple[str, ...]]:
     """Each query's needles: candidates sharing an author with it, in another genre. A query with
     none (possible only through co-authorship) is set aside; no query with a needle is an error."""
     docs = collection.documents
@@ -271,20 +303,24 @@ def _find_needles(collection: Collection, query_genre: Mapping[str, str], candid
         if found:
             needles[q] = tuple(sorted(found))
     if not needles:
-        raise DataError(f"collection {collection.name!r} seed {seed}: no query has a needle "
-                        "(a needle shares an author with its query and is in another genre)")
+        raise DataError(
+            f"collection {collection.name!r} seed {seed}: no query has a needle "
+            "(a needle shares an author with its query and is in another genre)"
+        )
     return needles
 
 
-def _apply_rule(collection: Collection, settings: SplitSettings, needles: dict[str, tuple[str, ...]],
-                builder: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+def _apply_rule(
+    collection: Collection, settings: SplitSettings, needles: dict[str, tuple[str, ...]], builder: dict[str, Any]
+) -> dict[str, tuple[str, ...]]:
     """The collection's query-needle dissimilarity rule: the queries it keeps (with their needles),
     and in `builder` the rule and what it removed. Without a rule, every query is kept, and a
     collection that asks for it gets each query's largest needle cosine recorded."""
     if settings.dissimilarity is None:
         if collection.split_defaults.get("needle_cosine") is not None:
-            builder["needle_cosine"] = record_needle_cosine(collection, needles,
-                                                            collection.split_defaults["needle_cosine"])
+            builder["needle_cosine"] = record_needle_cosine(
+                collection, needles, collection.split_defaults["needle_cosine"]
+            )
         return needles
     from harness.evaluation.dissimilarity import max_needle_cosine
 
@@ -301,8 +337,9 @@ def _apply_rule(collection: Collection, settings: SplitSettings, needles: dict[s
     return {q: needles[q] for q in kept}
 
 
-def record_needle_cosine(collection: Collection, needles: Mapping[str, Sequence[str]],
-                         measure: Mapping[str, Any]) -> dict[str, Any]:
+def record_needle_cosine(
+    collection: Collection, needles: Mapping[str, Sequence[str]], measure: Mapping[str, Any]
+) -> dict[str, Any]:
     """The rule's measure without its threshold, and each query's largest query-needle cosine under it:
     a view with no rule keeps every query and records what the rule would have seen."""
     from harness.evaluation.dissimilarity import DissimilarityRule, max_needle_cosine
@@ -343,20 +380,26 @@ def check_split(split: Split, collection: Collection | None = None) -> None:
         if len(set(needles)) != len(needles):
             raise DataError(f"{where}: query {q.documentID!r} lists a needle twice")
         if docs is not None and set(q.authorIDs) != set(docs[q.documentID].authorIDs):
-            raise DataError(f"{where}: query {q.documentID!r} has authors {list(q.authorIDs)} in the manifest, "
-                            f"{list(docs[q.documentID].authorIDs)} in the collection")
+            raise DataError(
+                f"{where}: query {q.documentID!r} has authors {list(q.authorIDs)} in the manifest, "
+                f"{list(docs[q.documentID].authorIDs)} in the collection"
+            )
         builder_genres = docs is not None and split.builder.get("name") == BUILDER
         if builder_genres and docs is not None and q.genre != docs[q.documentID].genre:
-            raise DataError(f"{where}: query {q.documentID!r} has genre {q.genre!r} in the manifest, "
-                            f"{docs[q.documentID].genre!r} in the collection")
+            raise DataError(
+                f"{where}: query {q.documentID!r} has genre {q.genre!r} in the manifest, "
+                f"{docs[q.documentID].genre!r} in the collection"
+            )
         for n in needles:
             if n not in cands:
                 raise DataError(f"{where}: needle {n!r} of query {q.documentID!r} is not a candidate")
             if docs is None:
                 continue
             if not set(docs[n].authorIDs) & set(docs[q.documentID].authorIDs):
-                raise DataError(f"{where}: needle {n!r} of query {q.documentID!r} shares no author with it "
-                                f"({list(docs[n].authorIDs)} vs {list(docs[q.documentID].authorIDs)})")
+                raise DataError(
+                    f"{where}: needle {n!r} of query {q.documentID!r} shares no author with it "
+                    f"({list(docs[n].authorIDs)} vs {list(docs[q.documentID].authorIDs)})"
+                )
             if builder_genres and docs[n].genre == q.genre:
                 raise DataError(f"{where}: needle {n!r} shares its query's genre {q.genre!r}")
 
@@ -370,11 +413,14 @@ def check_place(split: Split, path: Path, collection: str | None = None) -> None
     for a folder of a collection's earlier manifests kept under another name)."""
     path = Path(path)
     if path.name != f"seed-{split.seed}.json":
-        raise DataError(f"{path}: the manifest is of seed {split.seed}, but the file is named {path.name} "
-                        f"(copied by hand? seed-{split.seed}.json is its name)")
+        raise DataError(
+            f"{path}: the manifest is of seed {split.seed}, but the file is named {path.name} "
+            f"(copied by hand? seed-{split.seed}.json is its name)"
+        )
     if (collection or path.parent.name) != split.collection:
-        raise DataError(f"{path}: the manifest is of collection {split.collection!r}, but lies in folder "
-                        f"{path.parent.name!r}")
+        raise DataError(
+            f"{path}: the manifest is of collection {split.collection!r}, but lies in folder {path.parent.name!r}"
+        )
 
 
 def _rebuilt(split: Split, collection: Collection, where: str) -> Split | None:
@@ -386,13 +432,20 @@ def _rebuilt(split: Split, collection: Collection, where: str) -> Split | None:
         return build_split(collection, split.seed) if split.seed in collection.given_splits else None
     b = split.builder
     if b.get("name") != BUILDER:
-        raise DataError(f"{where}: builder {b.get('name')!r} is not this harness's {BUILDER!r}, so it cannot be rebuilt")
+        raise DataError(
+            f"{where}: builder {b.get('name')!r} is not this harness's {BUILDER!r}, so it cannot be rebuilt"
+        )
     rule = b.get("dissimilarity")
     try:
-        return build_split(collection, split.seed, b.get("author_fraction"), pool=b.get("pool", DEFAULT_POOL),
-                           dissimilarity=DissimilarityRule.from_dict(rule) if isinstance(rule, dict) else False,
-                           max_per_author_genre=b.get("max_per_author_genre") or 0,
-                           pool_cleaning=recorded_rule(b) or False)
+        return build_split(
+            collection,
+            split.seed,
+            b.get("author_fraction"),
+            pool=b.get("pool", DEFAULT_POOL),
+            dissimilarity=DissimilarityRule.from_dict(rule) if isinstance(rule, dict) else False,
+            max_per_author_genre=b.get("max_per_author_genre") or 0,
+            pool_cleaning=recorded_rule(b) or False,
+        )
     except (HarnessError, TypeError, ValueError, KeyError) as e:
         raise DataError(f"{where}: rebuilding it from its builder record fails ({e})") from None
 
@@ -414,16 +467,29 @@ def split_from_manifest(obj: Mapping[str, Any], where: str) -> Split:
     if not isinstance(obj, dict):
         raise DataError(f"{where}: not a split manifest (a JSON object is expected)")
     queries, needles = obj.get("queries"), obj.get("needles")
-    well_typed = (isinstance(obj.get("collection"), str) and isinstance(obj.get("seed"), int)
-                  and not isinstance(obj.get("seed"), bool) and _strings(obj.get("candidates"))
-                  and isinstance(queries, list) and all(
-                      isinstance(q, dict) and isinstance(q.get("documentID"), str) and _strings(q.get("authorIDs"))
-                      and isinstance(q.get("genre"), str) for q in queries)
-                  and isinstance(needles, dict) and all(_strings(v) for v in needles.values())
-                  and isinstance(obj.get("builder", {}), dict) and isinstance(obj.get("source_sha256", ""), str))
+    well_typed = (
+        isinstance(obj.get("collection"), str)
+        and isinstance(obj.get("seed"), int)
+        and not isinstance(obj.get("seed"), bool)
+        and _strings(obj.get("candidates"))
+        and isinstance(queries, list)
+        and all(
+            isinstance(q, dict)
+            and isinstance(q.get("documentID"), str)
+            and _strings(q.get("authorIDs"))
+            and isinstance(q.get("genre"), str)
+            for q in queries
+        )
+        and isinstance(needles, dict)
+        and all(_strings(v) for v in needles.values())
+        and isinstance(obj.get("builder", {}), dict)
+        and isinstance(obj.get("source_sha256", ""), str)
+    )
     if not well_typed:
-        raise DataError(f"{where}: not a split manifest (collection and seed, candidates as a list of ids, queries "
-                        "as {documentID, authorIDs, genre}, needles as lists of ids)")
+        raise DataError(
+            f"{where}: not a split manifest (collection and seed, candidates as a list of ids, queries "
+            "as {documentID, authorIDs, genre}, needles as lists of ids)"
+        )
     try:
         split = Split(
             collection=obj["collection"],
@@ -451,8 +517,10 @@ def find_manifest(places: Sequence[Path], collection: str, seed: int) -> Path:
         path = manifest_path(place, collection, seed)
         if path.is_file():
             return path
-    raise DataError(f"{manifest_path(places[-1], collection, seed)}: split manifest of {collection!r} seed {seed} "
-                    f"not found (looked in {', '.join(str(p) for p in places)}); name its folder with --splits-dir")
+    raise DataError(
+        f"{manifest_path(places[-1], collection, seed)}: split manifest of {collection!r} seed {seed} "
+        f"not found (looked in {', '.join(str(p) for p in places)}); name its folder with --splits-dir"
+    )
 
 
 def read_manifest(path: Path, collection: str | None = None) -> Split:
@@ -514,20 +582,23 @@ def get_split(
                     f"{collection.name!r} changed on purpose, rebuild with `aa-harness split --overwrite` "
                     "(this replaces the old manifests, and results made on them no longer match)"
                 )
-            want = split_settings(collection, author_fraction, pool, dissimilarity, max_per_author_genre,
-                                  pool_cleaning)
+            want = split_settings(collection, author_fraction, pool, dissimilarity, max_per_author_genre, pool_cleaning)
             if split.builder.get("author_fraction") != want.author_fraction:
                 raise DataError(
                     f"{path}: built with author fraction {split.builder.get('author_fraction')}, asked for {want.author_fraction}"
                 )
             if split.builder.get("pool", DEFAULT_POOL) != want.pool:
-                raise DataError(f"{path}: built with candidate pool {split.builder.get('pool', DEFAULT_POOL)!r}, "
-                                f"asked for {want.pool!r}")
+                raise DataError(
+                    f"{path}: built with candidate pool {split.builder.get('pool', DEFAULT_POOL)!r}, "
+                    f"asked for {want.pool!r}"
+                )
             have_rule = split.builder.get("dissimilarity")
             want_rule = want.dissimilarity.as_dict() if want.dissimilarity is not None else None
             if (have_rule is None) != (want_rule is None) or (
-                    have_rule is not None and want_rule is not None
-                    and {k: have_rule.get(k) for k in want_rule} != want_rule):
+                have_rule is not None
+                and want_rule is not None
+                and {k: have_rule.get(k) for k in want_rule} != want_rule
+            ):
                 raise DataError(f"{path}: built with dissimilarity rule {have_rule}, asked for {want_rule}")
             have_clean = recorded_rule(split.builder)
             want_clean = want.pool_cleaning.as_dict() if want.pool_cleaning is not None else None
@@ -535,13 +606,22 @@ def get_split(
                 raise DataError(f"{path}: built with pool cleaning {have_clean}, asked for {want_clean}")
             have_cap = split.builder.get("max_per_author_genre")
             if have_cap != want.max_per_author_genre:
-                raise DataError(f"{path}: built with {_cap_words(have_cap)} per (author, genre), asked for "
-                                f"{_cap_words(want.max_per_author_genre)} (--max-per-author-genre)")
+                raise DataError(
+                    f"{path}: built with {_cap_words(have_cap)} per (author, genre), asked for "
+                    f"{_cap_words(want.max_per_author_genre)} (--max-per-author-genre)"
+                )
         check_split(split, collection)
         check_by_rebuilding(split, path, collection)
         return split
-    split = build_split(collection, seed, author_fraction, pool=pool, dissimilarity=dissimilarity,
-                        max_per_author_genre=max_per_author_genre, pool_cleaning=pool_cleaning)
+    split = build_split(
+        collection,
+        seed,
+        author_fraction,
+        pool=pool,
+        dissimilarity=dissimilarity,
+        max_per_author_genre=max_per_author_genre,
+        pool_cleaning=pool_cleaning,
+    )
     if write:
         write_manifest(split, splits_dir)
     return split
@@ -559,9 +639,20 @@ def get_splits(
     max_per_author_genre: int | None = None,
 ) -> list[Split]:
     """get_split for each seed, writing no manifest unless every requested seed builds."""
-    splits = [get_split(collection, seed, splits_dir, record=record, author_fraction=author_fraction, write=False,
-                        pool=pool, dissimilarity=dissimilarity, max_per_author_genre=max_per_author_genre)
-              for seed in seeds]
+    splits = [
+        get_split(
+            collection,
+            seed,
+            splits_dir,
+            record=record,
+            author_fraction=author_fraction,
+            write=False,
+            pool=pool,
+            dissimilarity=dissimilarity,
+            max_per_author_genre=max_per_author_genre,
+        )
+        for seed in seeds
+    ]
 
     def have(split) -> bool:
         in_record = record is not None and manifest_path(record, split.collection, split.seed).exists()
@@ -596,24 +687,55 @@ def counts_table(splits: Sequence[Split]) -> str:
         rule = b.get("dissimilarity")
         cap = b.get("max_per_author_genre")
         top = largest_author_share(s)[1]
-        rows.append([s.collection, s.seed, c["query_authors"], c["queries"], f"{top} ({100 * top / c['queries']:.0f}%)",
-                     c["candidates"], c["needles"],
-                     b.get("author_fraction", "—"), b.get("pool", DEFAULT_POOL) if b.get("name") == BUILDER else "given",
-                     f"{cap} ({b.get('left_out_by_cap', 0)} left out)" if cap is not None else "—",
-                     f"{sizes['paper']} / {sizes['all']}" if sizes else "—",
-                     (f"needle cos < {rule['threshold']}: dropped {rule['queries_dropped']} of {rule['queries_before']} "
-                      f"queries, {rule['query_authors_before'] - c['query_authors']} of {rule['query_authors_before']} authors")
-                     if rule else "—", _cleaning_words(b)])
-    return tabulate(rows, headers=["collection", "seed", "query authors", "queries", "largest author's queries",
-                                   "candidates", "query-needle pairs", "author fraction", "pool",
-                                   "max documents per (author, genre)", "pool size paper / all",
-                                   "dissimilarity rule: dropped", "pool cleaning: dropped"],
-                    tablefmt="github", disable_numparse=True)
+        rows.append(
+            [
+                s.collection,
+                s.seed,
+                c["query_authors"],
+                c["queries"],
+                f"{top} ({100 * top / c['queries']:.0f}%)",
+                c["candidates"],
+                c["needles"],
+                b.get("author_fraction", "—"),
+                b.get("pool", DEFAULT_POOL) if b.get("name") == BUILDER else "given",
+                f"{cap} ({b.get('left_out_by_cap', 0)} left out)" if cap is not None else "—",
+                f"{sizes['paper']} / {sizes['all']}" if sizes else "—",
+                (
+                    f"needle cos < {rule['threshold']}: dropped {rule['queries_dropped']} of {rule['queries_before']} "
+                    f"queries, {rule['query_authors_before'] - c['query_authors']} of {rule['query_authors_before']} authors"
+                )
+                if rule
+                else "—",
+                _cleaning_words(b),
+            ]
+        )
+    return tabulate(
+        rows,
+        headers=[
+            "collection",
+            "seed",
+            "query authors",
+            "queries",
+            "largest author's queries",
+            "candidates",
+            "query-needle pairs",
+            "author fraction",
+            "pool",
+            "max documents per (author, genre)",
+            "pool size paper / all",
+            "dissimilarity rule: dropped",
+            "pool cleaning: dropped",
+        ],
+        tablefmt="github",
+        disable_numparse=True,
+    )
 
 
 def _cleaning_words(builder: Mapping[str, Any]) -> str:
     rec = builder.get("pool_cleaning")
     if not isinstance(rec, Mapping):
         return "—"
-    return (f"{rec['queries_dropped_as_bots']} queries of {len(rec['bot_authors'])} bots, "
-            f"{rec['queries_dropped_near_copy']} near-copies (needle cos ≥ {rec['near_copy_cosine']})")
+    return (
+        f"{rec['queries_dropped_as_bots']} queries of {len(rec['bot_authors'])} bots, "
+        f"{rec['queries_dropped_near_copy']} near-copies (needle cos ≥ {rec['near_copy_cosine']})"
+    )

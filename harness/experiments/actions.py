@@ -1,6 +1,7 @@
 """Doing one step: each kind calls the job behind its CLI verb (curate, train, run, rerank,
 leaderboard), reading and writing where the plan says, and leaves a step done only when all it
 makes is in place (curated data and models are moved into the store whole)."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,9 @@ _log = logging.getLogger(__name__)
 
 def perform(plan: Plan, address: str, *, progress: bool = False) -> None:
     step = plan.exp.steps[address]
-    {"curate": _curate, "train": _train, "run": _run, "rerank": _rerank,
-     "leaderboard": _leaderboard}[step.kind](plan, step, progress)
+    {"curate": _curate, "train": _train, "run": _run, "rerank": _rerank, "leaderboard": _leaderboard}[step.kind](
+        plan, step, progress
+    )
 
 
 def _fresh_folder(final: Path) -> Path:
@@ -52,17 +54,23 @@ def _curate(plan: Plan, step: Step, progress: bool) -> None:
         if pairs:
             report = curate(inputs, out, curation, pairs_file=plan.exp.path.parent / str(pairs))
         else:
-            embed = text_embedder(plan.registry, curation.embedder,
-                                  {"model": curation.sbert_model, "device": curation.device,
-                                   "batch_size": curation.batch_size})
+            embed = text_embedder(
+                plan.registry,
+                curation.embedder,
+                {"model": curation.sbert_model, "device": curation.device, "batch_size": curation.batch_size},
+            )
             report = curate(inputs, out, curation, embed=embed)
         data = training_data_fingerprint(list(read_documents([out]).values()), [out])
         want = step.expect.get("sha256")
         if want and data["sha256"] != want:
-            raise ExperimentError(f"{plan.exp.path}: [{step.address}] the curated data's sha256 is {data['sha256']}, "
-                                  f"expected {want} (expect_sha256): other inputs or another curation code")
-        atomic_write_text(staged / DONE, json.dumps({"file": out.name, "training_data": data,
-                                                      "steps": report["steps"]}, indent=1) + "\n")
+            raise ExperimentError(
+                f"{plan.exp.path}: [{step.address}] the curated data's sha256 is {data['sha256']}, "
+                f"expected {want} (expect_sha256): other inputs or another curation code"
+            )
+        atomic_write_text(
+            staged / DONE,
+            json.dumps({"file": out.name, "training_data": data, "steps": report["steps"]}, indent=1) + "\n",
+        )
         _publish(staged, final)
     finally:
         shutil.rmtree(staged, ignore_errors=True)
@@ -87,7 +95,9 @@ def _train(plan: Plan, step: Step, progress: bool) -> None:
     card = read_card(Path(model_dir)) or {}
     got = model_id(card)
     if got != want:
-        raise ExperimentError(f"{plan.exp.path}: [{step.address}] the trained model's card gives id {got}, expected {want}")
+        raise ExperimentError(
+            f"{plan.exp.path}: [{step.address}] the trained model's card gives id {got}, expected {want}"
+        )
     _publish(staged, final)
     _log.info(f"{step.address}: model {want} -> {final / 'model'}")
 
@@ -98,8 +108,10 @@ def _model_override(plan: Plan, step: Step) -> dict:
     mid = plan.model_id(plan.exp.steps[step.model])
     folder = plan.model_folder(str(mid)) / "model"
     if mid is None or not folder.is_dir():
-        raise ExperimentError(f"{plan.exp.path}: [{step.address}] its model ({step.model}) is not in the store "
-                              f"({plan.store / 'models'}); run that step first")
+        raise ExperimentError(
+            f"{plan.exp.path}: [{step.address}] its model ({step.model}) is not in the store "
+            f"({plan.store / 'models'}); run that step first"
+        )
     return {"model": str(folder)}
 
 
@@ -108,9 +120,19 @@ def _run(plan: Plan, step: Step, progress: bool) -> None:
 
     overrides = plan.overrides(step, _model_override(plan, step))
     for collection in step.collections:
-        run_job(plan.registry, RunJob(systems=[str(step.system)], collection=collection, seeds=plan.exp.seeds,
-                                      overrides=overrides, run_name=plan.run_name(step), runs_dir=plan.runs_dir,
-                                      data_dir=plan.data_dir, progress=progress))
+        run_job(
+            plan.registry,
+            RunJob(
+                systems=[str(step.system)],
+                collection=collection,
+                seeds=plan.exp.seeds,
+                overrides=overrides,
+                run_name=plan.run_name(step),
+                runs_dir=plan.runs_dir,
+                data_dir=plan.data_dir,
+                progress=progress,
+            ),
+        )
 
 
 def _rerank(plan: Plan, step: Step, progress: bool) -> None:
@@ -119,9 +141,19 @@ def _rerank(plan: Plan, step: Step, progress: bool) -> None:
     overrides = plan.overrides(step, _model_override(plan, step))
     first = plan.run_name(plan.exp.steps[str(step.first_stage)])
     for collection in step.collections:
-        rerank_job(plan.registry, RerankJob(system=str(step.system), first_stage=first, collection=collection,
-                                            seeds=plan.exp.seeds, overrides=overrides, run_name=plan.run_name(step),
-                                            runs_dir=plan.runs_dir, data_dir=plan.data_dir))
+        rerank_job(
+            plan.registry,
+            RerankJob(
+                system=str(step.system),
+                first_stage=first,
+                collection=collection,
+                seeds=plan.exp.seeds,
+                overrides=overrides,
+                run_name=plan.run_name(step),
+                runs_dir=plan.runs_dir,
+                data_dir=plan.data_dir,
+            ),
+        )
 
 
 def _leaderboard(plan: Plan, step: Step, progress: bool) -> None:

@@ -2,6 +2,7 @@
 step, CUDA_VISIBLE_DEVICES naming its GPUs, `torchrun` for a step that asks for several); or on
 a Slurm cluster through submitit. Every step that leaves this process runs the same command,
 `aa-harness reproduce FILE --only STEP`, so a step does the same work wherever it runs."""
+
 from __future__ import annotations
 
 import logging
@@ -19,12 +20,25 @@ _log = logging.getLogger(__name__)
 EXECUTORS = ("local", "slurm")
 
 
-def step_command(exp: Experiment, address: str, runs_dir: Path, gpus: int, data_dir=None,
-                 collections: Sequence[str] = ()) -> list[str]:
+def step_command(
+    exp: Experiment, address: str, runs_dir: Path, gpus: int, data_dir=None, collections: Sequence[str] = ()
+) -> list[str]:
     """The command that does one step on its own (under torchrun when it asks for several GPUs)."""
-    tail = ["-m", "harness", "reproduce", str(exp.path.resolve()), "--only", address, "--runs-dir", str(runs_dir),
-            "--no-progress"] + (["--data-dir", str(data_dir)] if data_dir else []) + (
-            ["--collections", *collections] if collections else [])
+    tail = (
+        [
+            "-m",
+            "harness",
+            "reproduce",
+            str(exp.path.resolve()),
+            "--only",
+            address,
+            "--runs-dir",
+            str(runs_dir),
+            "--no-progress",
+        ]
+        + (["--data-dir", str(data_dir)] if data_dir else [])
+        + (["--collections", *collections] if collections else [])
+    )
     if gpus > 1:
         return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={gpus}"] + tail
     return [sys.executable] + tail
@@ -37,9 +51,17 @@ def run_in_process(todo: Sequence[str], perform: Callable[[str], None], report: 
         report(address, time.perf_counter() - start)
 
 
-def run_side_by_side(exp: Experiment, todo: Sequence[str], deps: dict[str, list[str]], gpus: int, runs_dir: Path,
-                     report: Callable[[str, float], None], data_dir=None, logs: Path | None = None,
-                     collections: Sequence[str] = ()) -> None:
+def run_side_by_side(
+    exp: Experiment,
+    todo: Sequence[str],
+    deps: dict[str, list[str]],
+    gpus: int,
+    runs_dir: Path,
+    report: Callable[[str, float], None],
+    data_dir=None,
+    logs: Path | None = None,
+    collections: Sequence[str] = (),
+) -> None:
     """Each step in its own process as soon as the steps it needs are done and enough GPUs are
     free; a step of `gpus = 0` takes none (one such step at a time). The first failure stops
     the launching of new steps; the running ones finish, and the failure is reported."""
@@ -63,9 +85,16 @@ def run_side_by_side(exp: Experiment, todo: Sequence[str], deps: dict[str, list[
             env = {**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(map(str, mine))}
             log_path = logs / f"{address}.log"
             with open(log_path, "w") as log:
-                proc = subprocess.Popen(step_command(exp, address, runs_dir, need, data_dir, collections), env=env, stdout=log,
-                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-            _log.info(f"{address}: started on {'GPU ' + ','.join(map(str, mine)) if mine else 'the CPU'} (log {log_path})")
+                proc = subprocess.Popen(
+                    step_command(exp, address, runs_dir, need, data_dir, collections),
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                )
+            _log.info(
+                f"{address}: started on {'GPU ' + ','.join(map(str, mine)) if mine else 'the CPU'} (log {log_path})"
+            )
             running[address] = (proc, mine, time.perf_counter(), log_path)
             pending.remove(address)
         for address, (proc, mine, start, log_path) in list(running.items()):
@@ -85,9 +114,17 @@ def run_side_by_side(exp: Experiment, todo: Sequence[str], deps: dict[str, list[
         raise HarnessError(f"{exp.path}: step failed: {'; '.join(failed)}")
 
 
-def run_on_slurm(exp: Experiment, todo: Sequence[str], deps: dict[str, list[str]], runs_dir: Path,
-                 report: Callable[[str, float], None], partition: str | None, timeout_min: int, data_dir=None,
-                 collections: Sequence[str] = ()) -> None:
+def run_on_slurm(
+    exp: Experiment,
+    todo: Sequence[str],
+    deps: dict[str, list[str]],
+    runs_dir: Path,
+    report: Callable[[str, float], None],
+    partition: str | None,
+    timeout_min: int,
+    data_dir=None,
+    collections: Sequence[str] = (),
+) -> None:
     """Each step as a Slurm job through submitit, submitted once the steps it needs are done."""
     try:
         import submitit
@@ -102,8 +139,12 @@ def run_on_slurm(exp: Experiment, todo: Sequence[str], deps: dict[str, list[str]
                 continue
             step = exp.steps[address]
             executor = submitit.AutoExecutor(folder=folder / address, cluster="slurm")
-            params: dict = {"timeout_min": timeout_min, "slurm_job_name": f"aa-{address}", "nodes": 1,
-                            "tasks_per_node": 1}
+            params: dict = {
+                "timeout_min": timeout_min,
+                "slurm_job_name": f"aa-{address}",
+                "nodes": 1,
+                "tasks_per_node": 1,
+            }
             if partition:
                 params["slurm_partition"] = partition
             if step.gpus:
@@ -123,8 +164,10 @@ def run_on_slurm(exp: Experiment, todo: Sequence[str], deps: dict[str, list[str]
             except Exception as e:  # the step's own error, as submitit relays it
                 lines = [ln for ln in str(e).splitlines() if ln.strip()]
                 error = next((ln for ln in reversed(lines) if "aa-harness: error:" in ln), lines[-1] if lines else "?")
-                raise HarnessError(f"{exp.path}: step {address} failed on Slurm job {job.job_id}: "
-                                   f"{error.strip()} (logs in {folder / address})") from None
+                raise HarnessError(
+                    f"{exp.path}: step {address} failed on Slurm job {job.job_id}: "
+                    f"{error.strip()} (logs in {folder / address})"
+                ) from None
             report(address, time.perf_counter() - start)
         time.sleep(1.0)
 

@@ -5,6 +5,7 @@ or a curate step; a run step may need a train step (`model`); a rerank step need
 stage (a run or rerank step) and may need a train step; the leaderboard needs every run and
 rerank step. A reference to nothing, to the wrong kind of step, or a cycle is one line.
 """
+
 from __future__ import annotations
 
 from harness.experiments.spec import Experiment, ExperimentError, Step
@@ -18,7 +19,9 @@ def _need_step(exp: Experiment, step: Step, key: str, ref: str, kinds: tuple[str
     target = exp.steps.get(ref)
     if target is None or target.kind not in kinds:
         known = sorted(a for a, s in exp.steps.items() if s.kind in kinds)
-        raise _fail(exp, step, f"{key} = {ref!r} is not a step of this file (expected one of: {', '.join(known) or 'none'})")
+        raise _fail(
+            exp, step, f"{key} = {ref!r} is not a step of this file (expected one of: {', '.join(known) or 'none'})"
+        )
     return ref
 
 
@@ -30,21 +33,31 @@ def dependencies(exp: Experiment, step: Step) -> list[str]:
     if step.kind == "curate":
         for ref in step.inputs:
             if ref not in exp.data:
-                raise _fail(exp, step, f"inputs names {ref!r}, which is no [data.*] table "
-                                       f"(expected one of: {', '.join(sorted(exp.data)) or 'none'})")
+                raise _fail(
+                    exp,
+                    step,
+                    f"inputs names {ref!r}, which is no [data.*] table "
+                    f"(expected one of: {', '.join(sorted(exp.data)) or 'none'})",
+                )
     if step.kind == "train":
         ref = step.inputs[0]
         if ref not in exp.data:
             deps.append(_need_step(exp, step, "data", ref, ("curate",)))
     if step.kind in ("curate", "train") or step.backbone:
         if step.backbone not in exp.backbones:
-            raise _fail(exp, step, f"{'embedder' if step.kind == 'curate' else 'backbone'} = {step.backbone!r} is no "
-                                   f"[backbones.*] table (expected one of: {', '.join(sorted(exp.backbones)) or 'none'})")
+            raise _fail(
+                exp,
+                step,
+                f"{'embedder' if step.kind == 'curate' else 'backbone'} = {step.backbone!r} is no "
+                f"[backbones.*] table (expected one of: {', '.join(sorted(exp.backbones)) or 'none'})",
+            )
     if step.model:
         deps.append(_need_step(exp, step, "model", step.model, ("train",)))
         trained = exp.steps[step.model]
         if trained.system != step.system:
-            raise _fail(exp, step, f"model = {step.model!r} trains system {trained.system!r}; this step runs {step.system!r}")
+            raise _fail(
+                exp, step, f"model = {step.model!r} trains system {trained.system!r}; this step runs {step.system!r}"
+            )
     if step.first_stage:
         deps.append(_need_step(exp, step, "first_stage", step.first_stage, ("run", "rerank")))
         first = exp.steps[step.first_stage]
@@ -64,7 +77,7 @@ def order(exp: Experiment) -> list[str]:
         if state.get(a) == "done":
             return
         if state.get(a) == "visiting":
-            cycle = path[path.index(a):] + [a]
+            cycle = path[path.index(a) :] + [a]
             raise ExperimentError(f"{exp.path}: [{a}] the steps form a cycle: {' -> '.join(cycle)}")
         state[a] = "visiting"
         for d in deps[a]:

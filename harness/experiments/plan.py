@@ -10,6 +10,7 @@ A step's identity is its content, never a timestamp:
 - leaderboard: a stamp over the seals of the results it was made from.
 A step is done when what it would make is already there; `reproduce` runs only what is not.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -76,13 +77,17 @@ class Plan:
             if not path.is_file():
                 if not check:
                     return None
-                raise ExperimentError(f"{self.exp.path}: [data.{name}] file {src.file!r} not found in "
-                                      f"{candidates[0].parent} (--data-dir or ${locations.CORPORA_ENV}) nor beside the "
-                                      "experiment file")
+                raise ExperimentError(
+                    f"{self.exp.path}: [data.{name}] file {src.file!r} not found in "
+                    f"{candidates[0].parent} (--data-dir or ${locations.CORPORA_ENV}) nor beside the "
+                    "experiment file"
+                )
         actual = file_sha256(path)
         if src.sha256 == UNPINNED:
-            raise ExperimentError(f"{self.exp.path}: [data.{name}] sha256 is {UNPINNED!r}: pin the file you use, "
-                                  f"sha256 = \"{actual}\" ({path})")
+            raise ExperimentError(
+                f"{self.exp.path}: [data.{name}] sha256 is {UNPINNED!r}: pin the file you use, "
+                f'sha256 = "{actual}" ({path})'
+            )
         if actual != src.sha256:
             raise ExperimentError(f"{self.exp.path}: [data.{name}] {path} has sha256 {actual}, expected {src.sha256}")
         self._data_paths[name] = path
@@ -109,15 +114,21 @@ class Plan:
                 raise ExperimentError(f"{self.exp.path}: [backbones.{name}] {weights} not found (file = {b.file!r})")
             actual = file_sha256(weights)
             if actual != b.sha256:
-                raise ExperimentError(f"{self.exp.path}: [backbones.{name}] {weights} has sha256 {actual}, "
-                                      f"expected {b.sha256}")
+                raise ExperimentError(
+                    f"{self.exp.path}: [backbones.{name}] {weights} has sha256 {actual}, expected {b.sha256}"
+                )
 
     # ---- curate ------------------------------------------------------------------------------
 
     def curate_key(self, step: Step) -> str:
         embedder = self.exp.backbones[str(step.backbone)]
-        return canonical_sha({"settings": dict(step.settings), "embedder": [embedder.reference, embedder.revision],
-                              "inputs": [self.exp.data[i].sha256 for i in step.inputs]})[:16]
+        return canonical_sha(
+            {
+                "settings": dict(step.settings),
+                "embedder": [embedder.reference, embedder.revision],
+                "inputs": [self.exp.data[i].sha256 for i in step.inputs],
+            }
+        )[:16]
 
     def curated_dir(self, step: Step) -> Path:
         return self.store / "curated" / f"{step.name}-{self.curate_key(step)}"
@@ -190,9 +201,18 @@ class Plan:
 
             _, sha = self.training_data(step)
             sections = config_sections(self.config(step))
-            self._model_ids[step.address] = None if sha is None else model_id(
-                {"system": step.system, "recipe": sections.get("recipe", {}),
-                 "training_run": sections.get("training run", {}), "training_data": {"sha256": sha}})
+            self._model_ids[step.address] = (
+                None
+                if sha is None
+                else model_id(
+                    {
+                        "system": step.system,
+                        "recipe": sections.get("recipe", {}),
+                        "training_run": sections.get("training run", {}),
+                        "training_data": {"sha256": sha},
+                    }
+                )
+            )
         return self._model_ids[step.address]
 
     def model_folder(self, model_id: str) -> Path:
@@ -241,8 +261,11 @@ class Plan:
                 if res.get("split_sha256") != self.split_sha256(collection, seed):
                     missing.append(f"{collection} seed {seed} (made on another split)")
                     continue
-                got = {k: v for k, v in res.get("config", {}).items()
-                       if k != "first_stage_rankings_sha256" and k not in training_run}
+                got = {
+                    k: v
+                    for k, v in res.get("config", {}).items()
+                    if k != "first_stage_rankings_sha256" and k not in training_run
+                }
                 if step.model:
                     got.pop("model", None)
                     card = (res.get("extra") or {}).get("model_card") or {}
@@ -291,14 +314,21 @@ class Plan:
         step = self.exp.steps[address]
         if step.kind == "curate":
             record = self.curated_record(step)
-            return Status(True, f"curated: {record['training_data']['documents']} documents") if record else \
-                Status(False, "not curated yet")
+            return (
+                Status(True, f"curated: {record['training_data']['documents']} documents")
+                if record
+                else Status(False, "not curated yet")
+            )
         if step.kind == "train":
             mid = self.model_id(step)
             if mid is None:
                 return Status(False, "its training data is not curated yet")
             card = self.model_folder(mid) / "model" / "aa_model.json"
-            return Status(True, f"model {mid} in the store") if card.is_file() else Status(False, f"model {mid} not in the store")
+            return (
+                Status(True, f"model {mid} in the store")
+                if card.is_file()
+                else Status(False, f"model {mid} not in the store")
+            )
         if step.kind in ("run", "rerank"):
             return self.result_status(step)
         stamp = self.leaderboard_dir() / ".inputs.sha256"

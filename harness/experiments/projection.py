@@ -3,6 +3,7 @@ training logs (seconds per epoch) and results (wall seconds per seed) of the sam
 same backbone, read from the folders the experiment names under `timings`; no precedent, no
 projection. Measured for a step that is done: its model's training log (found by the model id its
 card gives) or the wall seconds its results recorded on a GPU."""
+
 from __future__ import annotations
 
 import json
@@ -56,8 +57,10 @@ class Projection:
         if step.kind == "train":
             found = [s for system, b, s in self.trainings if system == step.system and b == backbone and s > 0]
             return round(sum(found) / len(found) / 60, 1) if found else None
-        per = {c: [w for system, b, c2, w in self.results if system == step.system and b == backbone and c2 == c]
-               for c in {r[2] for r in self.results}}
+        per = {
+            c: [w for system, b, c2, w in self.results if system == step.system and b == backbone and c2 == c]
+            for c in {r[2] for r in self.results}
+        }
         known = {c: sum(w) / len(w) for c, w in per.items() if w}
         if not known:
             return None

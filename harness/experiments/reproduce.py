@@ -1,5 +1,6 @@
 """`aa-harness reproduce FILE`: check the experiment file whole, find what is not done yet, and do
 it in an order that respects the step graph, here or on Slurm. Run again, it does nothing."""
+
 from __future__ import annotations
 
 import logging
@@ -34,22 +35,33 @@ def load(path: str | Path, registry) -> Experiment:
     exp = read_experiment(path)
     for step in exp.steps.values():
         if step.system is not None and step.system not in registry.systems:
-            raise ExperimentError(f"{exp.path}: [{step.address}] system {step.system!r} is not registered "
-                                  f"(registered: {', '.join(sorted(registry.systems))})")
+            raise ExperimentError(
+                f"{exp.path}: [{step.address}] system {step.system!r} is not registered "
+                f"(registered: {', '.join(sorted(registry.systems))})"
+            )
         if step.system is not None:
             spec = registry.system(step.system)
-            can = {"train": bool(spec.trainer), "run": bool({"rank", "encode"} & set(spec.capabilities)),
-                   "rerank": "rerank" in spec.capabilities}[step.kind]
+            can = {
+                "train": bool(spec.trainer),
+                "run": bool({"rank", "encode"} & set(spec.capabilities)),
+                "rerank": "rerank" in spec.capabilities,
+            }[step.kind]
             if not can:
-                raise ExperimentError(f"{exp.path}: [{step.address}] system {step.system!r} cannot {step.kind} "
-                                      f"(it can: {', '.join(spec.capabilities)})")
+                raise ExperimentError(
+                    f"{exp.path}: [{step.address}] system {step.system!r} cannot {step.kind} "
+                    f"(it can: {', '.join(spec.capabilities)})"
+                )
         if step.gpus > 1 and step.kind != "train":
-            raise ExperimentError(f"{exp.path}: [{step.address}] gpus = {step.gpus}: only a train step runs on several "
-                                  "GPUs (through torchrun)")
+            raise ExperimentError(
+                f"{exp.path}: [{step.address}] gpus = {step.gpus}: only a train step runs on several "
+                "GPUs (through torchrun)"
+            )
         for c in step.collections:
             if c not in registry.collections:
-                raise ExperimentError(f"{exp.path}: [{step.address}] collection {c!r} is not registered "
-                                      f"(registered: {', '.join(sorted(registry.collections))})")
+                raise ExperimentError(
+                    f"{exp.path}: [{step.address}] collection {c!r} is not registered "
+                    f"(registered: {', '.join(sorted(registry.collections))})"
+                )
     order(exp)  # references and cycles
     return exp
 
@@ -62,11 +74,15 @@ def narrow(exp: Experiment, collections: Sequence[str]) -> Experiment:
     named = {c for s in exp.steps.values() for c in s.collections}
     unknown = [c for c in collections if c not in named]
     if unknown:
-        raise ExperimentError(f"{exp.path}: --collections {' '.join(unknown)}: no step runs on "
-                              f"{'it' if len(unknown) == 1 else 'them'} (the file's: {', '.join(sorted(named))})")
+        raise ExperimentError(
+            f"{exp.path}: --collections {' '.join(unknown)}: no step runs on "
+            f"{'it' if len(unknown) == 1 else 'them'} (the file's: {', '.join(sorted(named))})"
+        )
     keep = set(collections)
-    steps = {a: replace(s, collections=tuple(c for c in s.collections if c in keep)) if s.collections else s
-             for a, s in exp.steps.items()}
+    steps = {
+        a: replace(s, collections=tuple(c for c in s.collections if c in keep)) if s.collections else s
+        for a, s in exp.steps.items()
+    }
     return replace(exp, steps=steps)
 
 
@@ -135,7 +151,9 @@ def reproduce(registry, path: str | Path, opts: Options, out=print) -> int:
         for a in todo:
             missing = [d for d in dependencies(exp, exp.steps[a]) if d not in todo and not plan.status(d).done]
             if missing:
-                raise ExperimentError(f"{exp.path}: [{a}] needs {', '.join(missing)}, not done yet (run without --only)")
+                raise ExperimentError(
+                    f"{exp.path}: [{a}] needs {', '.join(missing)}, not done yet (run without --only)"
+                )
     for name in sorted({str(exp.steps[a].backbone) for a in todo if exp.steps[a].backbone}):
         plan.check_backbone(name)
     out(f"{exp.name}: {len(todo)} of {scope} steps to run: {', '.join(todo)}")
@@ -145,15 +163,27 @@ def reproduce(registry, path: str | Path, opts: Options, out=print) -> int:
         out(f"{address}: done in {seconds:.1f} s")
 
     if opts.executor == "slurm":
-        executors.run_on_slurm(exp, todo, deps, runs_dir, report, opts.slurm_partition, opts.slurm_timeout_min,
-                               opts.data_dir, opts.collections)
+        executors.run_on_slurm(
+            exp,
+            todo,
+            deps,
+            runs_dir,
+            report,
+            opts.slurm_partition,
+            opts.slurm_timeout_min,
+            opts.data_dir,
+            opts.collections,
+        )
     elif opts.gpus > 1 and len(todo) > 1:
-        executors.run_side_by_side(exp, todo, deps, opts.gpus, runs_dir, report, opts.data_dir,
-                                   collections=opts.collections)
+        executors.run_side_by_side(
+            exp, todo, deps, opts.gpus, runs_dir, report, opts.data_dir, collections=opts.collections
+        )
     else:
         executors.run_in_process(todo, lambda a: perform(plan, a, progress=opts.progress), report)
-    out(f"{exp.name}: {len(todo)} steps done" + (f"; the pages: {plan.leaderboard_dir() / 'main.md'}"
-                                                  if "leaderboard" in todo else ""))
+    out(
+        f"{exp.name}: {len(todo)} steps done"
+        + (f"; the pages: {plan.leaderboard_dir() / 'main.md'}" if "leaderboard" in todo else "")
+    )
     return 0
 
 
@@ -185,7 +215,9 @@ def _print_plan(plan: Plan, targets: Sequence[str], todo: Sequence[str], status:
     if known:
         line += f"; about {sum(known):.0f} GPU-minutes for the {len(known)} with a measured precedent"
     if measured:
-        line += (f"; the {len(measured)} made on a GPU took {sum(measured):.0f} GPU-minutes (trainings: epochs "
-                 "only; runs: the wall time their results recorded)")
+        line += (
+            f"; the {len(measured)} made on a GPU took {sum(measured):.0f} GPU-minutes (trainings: epochs "
+            "only; runs: the wall time their results recorded)"
+        )
     out(line)
     return 0

@@ -7,6 +7,7 @@ the harness builds from a config), and the steps: `curate`, `train`, `run`, `rer
 file is also its own step graph (harness.experiments.graph). A bad key is one line that names
 the file, the key and what was expected.
 """
+
 from __future__ import annotations
 
 import sys
@@ -104,8 +105,19 @@ _TOP = {"experiment", "data", "backbones", "curate", "train", "run", "rerank", "
 _EXPERIMENT = {"name", "description", "seeds", "timings"}
 _DATA = {"file", "generate", "sha256"}
 _BACKBONE = {"id", "revision", "file", "sha256", "tiny", "seed", "quantization", "parameters"}
-_CURATE = {"inputs", "embedder", "min_words", "min_docs", "max_docs", "max_cosine", "ner", "batch_size",
-           "pairs", "expect_sha256", "gpus"}
+_CURATE = {
+    "inputs",
+    "embedder",
+    "min_words",
+    "min_docs",
+    "max_docs",
+    "max_cosine",
+    "ner",
+    "batch_size",
+    "pairs",
+    "expect_sha256",
+    "gpus",
+}
 _TRAIN = {"system", "data", "backbone", "set", "gpus", "deviations"}
 _RUN = {"system", "model", "backbone", "collections", "set", "gpus", "deviations"}
 _RERANK = {"system", "model", "backbone", "first_stage", "collections", "set", "gpus", "deviations"}
@@ -186,8 +198,11 @@ def read_experiment(path: str | Path) -> Experiment:
     r.keys(head, _EXPERIMENT, "experiment")
     name = r.string(head, "name", "experiment", required=True)
     seeds = head.get("seeds", [0, 1001, 2001, 3001])
-    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0
-                                                             for s in seeds):
+    if (
+        not isinstance(seeds, list)
+        or not seeds
+        or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)
+    ):
         raise r.fail("experiment", f"seeds must be a non-empty list of integers >= 0, got {seeds!r}")
     timings = tuple((path.parent / t).resolve() for t in r.strings(head, "timings", "experiment"))
     data = {k: _data(r, k, v) for k, v in r.table(raw.get("data", {}), "data").items()}
@@ -207,9 +222,17 @@ def read_experiment(path: str | Path) -> Experiment:
         steps["leaderboard"] = Step(kind="leaderboard", name="leaderboard", gpus=0, settings={"plots": plots})
     if not steps:
         raise r.fail("top level", "no steps: expected at least one [curate.*], [train.*], [run.*] or [rerank.*] table")
-    return Experiment(path=path, name=name or "", description=r.string(head, "description", "experiment") or "",
-                      seeds=tuple(seeds), data=data, backbones=backbones, steps=steps, timings=timings,
-                      leaderboard_out=out)
+    return Experiment(
+        path=path,
+        name=name or "",
+        description=r.string(head, "description", "experiment") or "",
+        seeds=tuple(seeds),
+        data=data,
+        backbones=backbones,
+        steps=steps,
+        timings=timings,
+        leaderboard_out=out,
+    )
 
 
 def _name_ok(r: _Reader, key: str, name: str) -> None:
@@ -224,7 +247,9 @@ def _data(r: _Reader, name: str, value: Any) -> DataSource:
     r.keys(t, _DATA, key)
     file, generate = r.string(t, "file", key), r.string(t, "generate", key)
     if (file is None) == (generate is None):
-        raise r.fail(key, "expected exactly one of 'file' (a canonical JSONL file) or 'generate' (an embedded generator)")
+        raise r.fail(
+            key, "expected exactly one of 'file' (a canonical JSONL file) or 'generate' (an embedded generator)"
+        )
     if generate is not None and generate not in GENERATORS:
         raise r.fail(key, f"unknown generator {generate!r} (expected one of: {', '.join(GENERATORS)})")
     sha = t.get("sha256") if t.get("sha256") == UNPINNED else r.sha(t, "sha256", key)
@@ -240,16 +265,29 @@ def _backbone(r: _Reader, name: str, value: Any) -> Backbone:
     _name_ok(r, key, name)
     t = r.table(value, key)
     r.keys(t, _BACKBONE, key)
-    b = Backbone(name=name, id=r.string(t, "id", key), revision=r.string(t, "revision", key),
-                 file=r.string(t, "file", key), sha256=r.sha(t, "sha256", key), tiny=r.string(t, "tiny", key),
-                 seed=r.integer(t, "seed", key, 0), quantization=r.string(t, "quantization", key) or "none",
-                 parameters=r.string(t, "parameters", key))
+    b = Backbone(
+        name=name,
+        id=r.string(t, "id", key),
+        revision=r.string(t, "revision", key),
+        file=r.string(t, "file", key),
+        sha256=r.sha(t, "sha256", key),
+        tiny=r.string(t, "tiny", key),
+        seed=r.integer(t, "seed", key, 0),
+        quantization=r.string(t, "quantization", key) or "none",
+        parameters=r.string(t, "parameters", key),
+    )
     if (b.id is None) == (b.tiny is None):
-        raise r.fail(key, "expected exactly one of 'id' (a hub id) or 'tiny' "
-                          f"(a model built from a config: one of {', '.join(TINY_ARCHITECTURES)})")
+        raise r.fail(
+            key,
+            "expected exactly one of 'id' (a hub id) or 'tiny' "
+            f"(a model built from a config: one of {', '.join(TINY_ARCHITECTURES)})",
+        )
     if b.id is not None and b.revision is None and (b.file is None or b.sha256 is None):
-        raise r.fail(key, "pin the weights: 'revision' (the hub revision), or 'file' and 'sha256' (one weights "
-                          "file of the model and its sha256)")
+        raise r.fail(
+            key,
+            "pin the weights: 'revision' (the hub revision), or 'file' and 'sha256' (one weights "
+            "file of the model and its sha256)",
+        )
     if (b.file is None) != (b.sha256 is None):
         raise r.fail(key, "'file' and 'sha256' go together (a weights file of the model and its sha256)")
     if b.tiny is not None and b.tiny not in TINY_ARCHITECTURES:
@@ -268,19 +306,42 @@ def _step(r: _Reader, kind: str, name: str, t: dict) -> Step:
             raise r.fail(key, "missing key 'inputs' (the data names to curate)")
         settings = {k: v for k, v in t.items() if k not in ("inputs", "expect_sha256", "gpus", "embedder")}
         expect = {"sha256": r.sha(t, "expect_sha256", key)} if "expect_sha256" in t else {}
-        return Step(kind=kind, name=name, inputs=inputs, backbone=r.string(t, "embedder", key, required=True),
-                    settings=settings, gpus=gpus, expect=expect)
+        return Step(
+            kind=kind,
+            name=name,
+            inputs=inputs,
+            backbone=r.string(t, "embedder", key, required=True),
+            settings=settings,
+            gpus=gpus,
+            expect=expect,
+        )
     allowed = {"train": _TRAIN, "run": _RUN, "rerank": _RERANK}[kind]
     r.keys(t, allowed, key)
     system = r.string(t, "system", key, required=True)
     deviations = r.strings(t, "deviations", key)
     if kind == "train":
-        return Step(kind=kind, name=name, system=system, inputs=(r.string(t, "data", key, required=True) or "",),
-                    backbone=r.string(t, "backbone", key, required=True), settings=r.settings(t, key), gpus=gpus,
-                    deviations=deviations)
+        return Step(
+            kind=kind,
+            name=name,
+            system=system,
+            inputs=(r.string(t, "data", key, required=True) or "",),
+            backbone=r.string(t, "backbone", key, required=True),
+            settings=r.settings(t, key),
+            gpus=gpus,
+            deviations=deviations,
+        )
     collections = r.strings(t, "collections", key)
     if not collections:
         raise r.fail(key, "missing key 'collections' (the collections to run on)")
-    return Step(kind=kind, name=name, system=system, backbone=r.string(t, "backbone", key),
-                model=r.string(t, "model", key), first_stage=r.string(t, "first_stage", key, required=kind == "rerank"),
-                collections=collections, settings=r.settings(t, key), gpus=gpus, deviations=deviations)
+    return Step(
+        kind=kind,
+        name=name,
+        system=system,
+        backbone=r.string(t, "backbone", key),
+        model=r.string(t, "model", key),
+        first_stage=r.string(t, "first_stage", key, required=kind == "rerank"),
+        collections=collections,
+        settings=r.settings(t, key),
+        gpus=gpus,
+        deviations=deviations,
+    )

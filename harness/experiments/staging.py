@@ -3,6 +3,7 @@
 manifest of every file's sha256; `aa-harness stage unpack` joins whatever chunks have arrived
 (several transfers, if the link limits their size) into a model folder and a corpora folder there,
 checking each file's sha256, and says which chunks are still missing."""
+
 from __future__ import annotations
 
 import hashlib
@@ -39,8 +40,9 @@ def _sources(plan: Plan, names: list[str] | None) -> list[tuple[str, Path]]:
             if (folder / f).is_file() and f"corpora/{f}" not in {d for d, _ in out}:
                 out.append((f"corpora/{f}", folder / f))
             elif not (folder / f).is_file():
-                raise HarnessError(f"collection {c!r}: its file {f} is not in {folder} (--data-dir or "
-                                   f"${locations.CORPORA_ENV})")
+                raise HarnessError(
+                    f"collection {c!r}: its file {f} is not in {folder} (--data-dir or ${locations.CORPORA_ENV})"
+                )
     for name, b in plan.exp.backbones.items():
         if b.tiny or (names is not None and name not in names):
             continue
@@ -83,9 +85,14 @@ def pack(plan: Plan, out: Path, chunk_mib: int, names: list[str] | None = None) 
         if current is not None:
             current.close()
     digests = [hashlib.sha256(p.read_bytes()).hexdigest() for p in chunks]
-    atomic_write_text(out / MANIFEST, json.dumps({"experiment": plan.exp.name, "files": files,
-                                                  "chunks": [p.name for p in chunks], "chunk_sha256": digests},
-                                                 indent=1) + "\n")
+    atomic_write_text(
+        out / MANIFEST,
+        json.dumps(
+            {"experiment": plan.exp.name, "files": files, "chunks": [p.name for p in chunks], "chunk_sha256": digests},
+            indent=1,
+        )
+        + "\n",
+    )
     return chunks + [out / MANIFEST]
 
 

@@ -1,4 +1,5 @@
 """The trained models in the store (`aa-harness models`): each under its id, with its card."""
+
 from __future__ import annotations
 
 from pathlib import Path

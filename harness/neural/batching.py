@@ -1,4 +1,5 @@
 """Batching: length bucketing with a token budget, right padding, and putting results back in order."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -33,8 +34,8 @@ def right_padded(rows: Sequence[Sequence[int]], pad_id: int = 0):
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     for i, r in enumerate(rows):
-        ids[i, :len(r)] = torch.as_tensor(r, dtype=torch.long)
-        mask[i, :len(r)] = 1
+        ids[i, : len(r)] = torch.as_tensor(r, dtype=torch.long)
+        mask[i, : len(r)] = 1
     return ids, mask
 
 

@@ -1,4 +1,5 @@
 """Device and precision choices: bf16 autocast on CUDA, fp32 on CPU."""
+
 from __future__ import annotations
 
 import contextlib

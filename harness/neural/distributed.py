@@ -1,4 +1,5 @@
 """Data parallelism under torchrun: set-up, a differentiable gather with uneven shards, broadcast."""
+
 from __future__ import annotations
 
 import os
@@ -29,7 +30,7 @@ def shard(items: list, rank: int, size: int) -> list:
     """Contiguous shards whose sizes differ by at most one."""
     per, extra = divmod(len(items), size)
     start = rank * per + min(rank, extra)
-    return items[start:start + per + (rank < extra)]
+    return items[start : start + per + (rank < extra)]
 
 
 def gather_rows(x: torch.Tensor, sizes: list[int]) -> torch.Tensor:

@@ -9,6 +9,7 @@ the model key, the max length, the texts' hashes and the vectors' bytes, matches
 (and resealed), truncated, copied from another model, max length or user, or written before
 checksums is set aside as `shard-<n>.npz.refused` and its texts are encoded again. Shards load with allow_pickle=False, so a shard cannot run code.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -72,9 +73,15 @@ class EmbeddingCache:
         try:
             with np.load(shard, allow_pickle=False) as z:
                 shas, vecs, checksum = z["sha"], z["vec"], z["checksum"]
-                if (shas.ndim != 1 or vecs.ndim != 2 or len(shas) != len(vecs) or vecs.dtype != np.float32
-                        or checksum.shape != () or shard_checksum(self.key, self.max_length, shas, vecs) != str(checksum)
-                        or not np.isfinite(vecs).all()):
+                if (
+                    shas.ndim != 1
+                    or vecs.ndim != 2
+                    or len(shas) != len(vecs)
+                    or vecs.dtype != np.float32
+                    or checksum.shape != ()
+                    or shard_checksum(self.key, self.max_length, shas, vecs) != str(checksum)
+                    or not np.isfinite(vecs).all()
+                ):
                     return None
                 return list(zip(shas.tolist(), vecs))
         except Exception as e:  # not a zip, truncated, a pickle, a field missing: not a shard to trust
@@ -82,8 +89,12 @@ class EmbeddingCache:
             return None
 
     def _set_aside(self, shard: Path) -> None:
-        log.warning("%s: embedding cache shard does not match its checksum; set aside as %s.refused, its texts "
-                    "are encoded again", shard, shard.name)
+        log.warning(
+            "%s: embedding cache shard does not match its checksum; set aside as %s.refused, its texts "
+            "are encoded again",
+            shard,
+            shard.name,
+        )
         if not self.writer:
             return
         try:
@@ -114,9 +125,14 @@ class EmbeddingCache:
         return len(self._load())
 
 
-def cached_encode(texts: Sequence[str], cache: EmbeddingCache | None,
-                  encode: Callable[[list[str]], np.ndarray], *, flush_every: int = 4096,
-                  on_todo: Callable[[int], None] | None = None) -> np.ndarray:
+def cached_encode(
+    texts: Sequence[str],
+    cache: EmbeddingCache | None,
+    encode: Callable[[list[str]], np.ndarray],
+    *,
+    flush_every: int = 4096,
+    on_todo: Callable[[int], None] | None = None,
+) -> np.ndarray:
     """Vectors for `texts`, encoding only texts the cache lacks (each distinct text once),
     in chunks of `flush_every` that are cached as they finish. on_todo(n) is told how many
     texts will be encoded (a progress bar's total) before the first chunk."""
@@ -130,7 +146,7 @@ def cached_encode(texts: Sequence[str], cache: EmbeddingCache | None,
     if on_todo is not None:
         on_todo(len(keys))
     for start in range(0, len(keys), flush_every):
-        part = keys[start:start + flush_every]
+        part = keys[start : start + flush_every]
         vecs = np.asarray(encode([todo[s] for s in part]), dtype=np.float32)
         if cache is not None:
             cache.put(part, vecs)

@@ -8,6 +8,7 @@ an encoder: texts already in the embedding cache are skipped, the rest are batch
 longest-first under a token budget, embedded under bf16 autocast on CUDA (fp32 on CPU) and
 cached shard by shard.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -130,9 +131,18 @@ class TokenEncoder(TextEncoder):
 
 
 @torch.inference_mode()
-def embed_features(model: TextEncoder, features: Sequence[Any], device: torch.device, *, max_tokens: int = 65536,
-                   max_batch: int = 512, progress: bool = False, desc: str = "encoding", amp: bool = True,
-                   advance: Callable[[int], None] | None = None) -> np.ndarray:
+def embed_features(
+    model: TextEncoder,
+    features: Sequence[Any],
+    device: torch.device,
+    *,
+    max_tokens: int = 65536,
+    max_batch: int = 512,
+    progress: bool = False,
+    desc: str = "encoding",
+    amp: bool = True,
+    advance: Callable[[int], None] | None = None,
+) -> np.ndarray:
     """Embed features in token-budget batches; returns float32 rows in input order.
 
     progress: a bar of its own (`harness.progress.phase(desc)`, documents, with the time left);
@@ -148,20 +158,30 @@ def embed_features(model: TextEncoder, features: Sequence[Any], device: torch.de
 
     def run(budget: int) -> np.ndarray:
         if advance is not None or not progress:
-            return _embed_features(model, features, device, max_tokens=budget, max_batch=max_batch, amp=amp,
-                                   advance=advance)
+            return _embed_features(
+                model, features, device, max_tokens=budget, max_batch=max_batch, amp=amp, advance=advance
+            )
         from harness.progress import phase
 
         with phase(desc, len(features), "doc") as own:
-            return _embed_features(model, features, device, max_tokens=budget, max_batch=max_batch, amp=amp,
-                                   advance=own)
+            return _embed_features(
+                model, features, device, max_tokens=budget, max_batch=max_batch, amp=amp, advance=own
+            )
 
     # Out of GPU memory: halve the token budget and retry (said once), rather than lose the run.
     return retry_on_oom(run, max_tokens, what=desc)
 
 
-def _embed_features(model: TextEncoder, features: Sequence[Any], device: torch.device, *, max_tokens: int,
-                    max_batch: int, amp: bool, advance: Callable[[int], None] | None) -> np.ndarray:
+def _embed_features(
+    model: TextEncoder,
+    features: Sequence[Any],
+    device: torch.device,
+    *,
+    max_tokens: int,
+    max_batch: int,
+    amp: bool,
+    advance: Callable[[int], None] | None,
+) -> np.ndarray:
     if getattr(model, "fast_embed", None) is not None:
         out = model.fast_embed(features, device, max_tokens=max_tokens)
         if advance is not None:
@@ -185,9 +205,18 @@ def _embed_features(model: TextEncoder, features: Sequence[Any], device: torch.d
     return in_input_order(parts, batches, len(features))
 
 
-def encode_texts(model: TextEncoder, texts: Sequence[str], device: torch.device, *, cache: EmbeddingCache | None = None,
-                 max_tokens: int = 65536, max_batch: int = 512, progress: bool = True, flush_every: int = 4096,
-                 desc: str = "encoding") -> np.ndarray:
+def encode_texts(
+    model: TextEncoder,
+    texts: Sequence[str],
+    device: torch.device,
+    *,
+    cache: EmbeddingCache | None = None,
+    max_tokens: int = 65536,
+    max_batch: int = 512,
+    progress: bool = True,
+    flush_every: int = 4096,
+    desc: str = "encoding",
+) -> np.ndarray:
     """Vectors for `texts` (float32, not normalised), using and filling the cache.
 
     Under torchrun (several processes) the texts are sharded over the ranks' devices.
@@ -202,14 +231,15 @@ def encode_texts(model: TextEncoder, texts: Sequence[str], device: torch.device,
             if world_size() > 1:
                 from harness.neural.sharded import embed_sharded
 
-                out = embed_sharded(model, features, device, embed=embed_features, max_tokens=max_tokens,
-                                    max_batch=max_batch)
+                out = embed_sharded(
+                    model, features, device, embed=embed_features, max_tokens=max_tokens, max_batch=max_batch
+                )
                 if advance is not None:
                     advance(len(chunk))
                 return out
-            return embed_features(model, features, device, max_tokens=max_tokens, max_batch=max_batch,
-                                  advance=advance)
+            return embed_features(model, features, device, max_tokens=max_tokens, max_batch=max_batch, advance=advance)
 
         # one bar over every text the cache lacks, however many chunks they are cached in
-        return cached_encode(texts, cache, encode, flush_every=flush_every,
-                             on_todo=advance.set_total if advance is not None else None)
+        return cached_encode(
+            texts, cache, encode, flush_every=flush_every, on_todo=advance.set_total if advance is not None else None
+        )

@@ -8,6 +8,7 @@ authors are split, and the pieces are packed, in random order, into batches of b
 so a batch holds about s clusters of mutually similar authors, which are each other's
 hard negatives.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,7 +30,11 @@ def random_projection(x, k: int, seed: int, device=None):
         return x @ r / math.sqrt(k)
     import torch
 
-    return torch.as_tensor(np.asarray(x, dtype=np.float32), device=device) @ torch.as_tensor(r, device=device) / math.sqrt(k)
+    return (
+        torch.as_tensor(np.asarray(x, dtype=np.float32), device=device)
+        @ torch.as_tensor(r, device=device)
+        / math.sqrt(k)
+    )
 
 
 def kmeans_author_groups(doc_vecs, doc_authors: Sequence[str], n_clusters: int, seed: int) -> dict[str, int]:
@@ -61,8 +66,15 @@ def pack_batches(groups: list[list[str]], batch_size: int, rng: random.Random) -
     return batches
 
 
-def hard_negative_batches(doc_vecs: np.ndarray, doc_authors: Sequence[str], batch_size: int, *,
-                          cluster_factor: float = 3.5, project_to: int | None = None, seed: int = 0) -> list[list[str]]:
+def hard_negative_batches(
+    doc_vecs: np.ndarray,
+    doc_authors: Sequence[str],
+    batch_size: int,
+    *,
+    cluster_factor: float = 3.5,
+    project_to: int | None = None,
+    seed: int = 0,
+) -> list[list[str]]:
     rng = random.Random(seed)
     if project_to:
         from harness.neural.kmeans import pick_backend
@@ -80,7 +92,7 @@ def hard_negative_batches(doc_vecs: np.ndarray, doc_authors: Sequence[str], batc
     for c in sorted(clusters):
         members = clusters[c]
         rng.shuffle(members)
-        pieces += [members[i:i + piece] for i in range(0, len(members), piece)]
+        pieces += [members[i : i + piece] for i in range(0, len(members), piece)]
     return pack_batches(pieces, batch_size, rng)
 
 

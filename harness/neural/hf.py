@@ -4,6 +4,7 @@ A GGUF file is dequantized on every load (about a minute for a 0.5B model), so t
 keeps the dequantized weights and tokenizer under `<cache>/dequantized/<weights sha256>-<dtype>/`
 and later loads read that folder (seconds). The model's identity stays the GGUF file's.
 """
+
 from __future__ import annotations
 
 import hashlib

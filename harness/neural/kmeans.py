@@ -12,6 +12,7 @@ not 43,000 host round trips). Assignment runs in blocks of points, so the points
 score matrix is never whole. With CUDA the iterations are torch's; on the CPU faiss does them
 when installed (backend "auto").
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,7 +54,7 @@ def _assign(pts: torch.Tensor, cent: torch.Tensor) -> tuple[torch.Tensor, torch.
     block = max(1, _BLOCK_ELEMENTS // max(1, len(cent)))
     ids, sims = [], []
     for s in range(0, len(pts), block):
-        best = (pts[s:s + block] @ cent.T).max(dim=1)
+        best = (pts[s : s + block] @ cent.T).max(dim=1)
         ids.append(best.indices)
         sims.append(best.values)
     return torch.cat(ids), torch.cat(sims)
@@ -75,8 +76,16 @@ def _torch_lloyd(pts: torch.Tensor, cent: torch.Tensor, niter: int, g: torch.Gen
 def _faiss_lloyd(x: np.ndarray, cent: np.ndarray, niter: int, seed: int) -> np.ndarray:
     import faiss
 
-    km = faiss.Kmeans(x.shape[1], len(cent), niter=niter, spherical=True, seed=seed, verbose=False,
-                      min_points_per_centroid=1, max_points_per_centroid=1 << 20)
+    km = faiss.Kmeans(
+        x.shape[1],
+        len(cent),
+        niter=niter,
+        spherical=True,
+        seed=seed,
+        verbose=False,
+        min_points_per_centroid=1,
+        max_points_per_centroid=1 << 20,
+    )
     km.train(x, init_centroids=np.ascontiguousarray(cent, dtype=np.float32))
     return np.asarray(km.centroids)
 
@@ -92,8 +101,16 @@ def pick_backend(backend: str = "auto") -> tuple[str, torch.device]:
     return backend, torch.device("cuda") if cuda and backend == "torch" else torch.device("cpu")
 
 
-def spherical_kmeans(x: np.ndarray | torch.Tensor, k: int, *, niter: int = 20, seed: int = 0, backend: str = "auto",
-                     restarts: int = 3, seed_batch: int | None = None) -> np.ndarray:
+def spherical_kmeans(
+    x: np.ndarray | torch.Tensor,
+    k: int,
+    *,
+    niter: int = 20,
+    seed: int = 0,
+    backend: str = "auto",
+    restarts: int = 3,
+    seed_batch: int | None = None,
+) -> np.ndarray:
     """Cluster id per row of `x` (rows are normalised here), k clusters by cosine.
 
     x may be a torch tensor already on the device (the hard-negative batching passes one)."""

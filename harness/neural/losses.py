@@ -1,5 +1,6 @@
 """The paper's Eq. 2: the supervised contrastive loss with in-batch negatives (bi-encoders), and
 its cross-encoder form over one query's candidates (the reranker)."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -15,6 +15,7 @@ When all fail it raises `ModelNotFoundError`: one line naming the id, where it l
 download it and how to point at a local copy -- instead of minutes of retries and a traceback.
 Torch-free: tests and `aa-harness` share it without importing a model library.
 """
+
 from __future__ import annotations
 
 import hashlib

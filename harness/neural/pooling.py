@@ -1,4 +1,5 @@
 """Pooling of token states into one vector per sequence."""
+
 from __future__ import annotations
 
 import torch

@@ -14,6 +14,7 @@ each key belongs to exactly one purpose:
 the recipe). A key's purpose is that of the section that first declares it; a plugin may
 redeclare a section's field to change its default (its recipe value) without moving it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

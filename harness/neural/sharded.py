@@ -4,6 +4,7 @@ Rows are dealt longest-first round-robin, so each rank holds nearly the same num
 tokens; each rank runs the single-device path on its share, and an all-gather puts the
 vectors back in input order on every rank.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -13,8 +14,15 @@ import torch
 import torch.distributed as dist
 
 
-def embed_sharded(model: Any, features: Sequence[Any], device: torch.device, *, embed: Callable[..., np.ndarray],
-                  max_tokens: int = 65536, max_batch: int = 512) -> np.ndarray:
+def embed_sharded(
+    model: Any,
+    features: Sequence[Any],
+    device: torch.device,
+    *,
+    embed: Callable[..., np.ndarray],
+    max_tokens: int = 65536,
+    max_batch: int = 512,
+) -> np.ndarray:
     """`embed(model, features, device, max_tokens=, max_batch=)` is the single-device path
     (`harness.neural.encoder.embed_features`); it is passed in so this layer imports nothing above it."""
     rank, size = dist.get_rank(), dist.get_world_size()
@@ -27,10 +35,10 @@ def embed_sharded(model: Any, features: Sequence[Any], device: torch.device, *, 
     width = max(len(s) for s in shares)
     local = torch.zeros((width, int(dim)), dtype=torch.float32, device=comm)
     if len(shares[rank]):
-        local[:len(shares[rank])] = torch.from_numpy(mine).to(comm)
+        local[: len(shares[rank])] = torch.from_numpy(mine).to(comm)
     parts = [torch.empty_like(local) for _ in range(size)]
     dist.all_gather(parts, local)
     out = np.empty((len(features), int(dim)), dtype=np.float32)
     for share, part in zip(shares, parts):
-        out[share] = part[:len(share)].cpu().numpy()
+        out[share] = part[: len(share)].cpu().numpy()
     return out

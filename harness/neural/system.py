@@ -1,4 +1,5 @@
 """What the neural plugins share as systems: encode documents through the cache, and train."""
+
 from __future__ import annotations
 
 import logging
@@ -45,14 +46,23 @@ class EncoderSystem:
         self.max_tokens = settings.encode_max_tokens
         self.search_index, self.search_nprobe = settings.search_index, settings.search_nprobe
         self.identity = model.identity()
-        self.cache = (EmbeddingCache(default_cache_root(), model_key(self.identity), model.max_length,
-                                     writer=is_main()) if settings.cache else None)
+        self.cache = (
+            EmbeddingCache(default_cache_root(), model_key(self.identity), model.max_length, writer=is_main())
+            if settings.cache
+            else None
+        )
         self._describe = dict(describe or {})
 
     def encode(self, documents: Sequence[Document]) -> np.ndarray:
         # Under a harness run the phase bars show progress; no second bar from the encoding loop.
-        vecs = encode_texts(self.model, [d.fullText for d in documents], self.device, cache=self.cache,
-                            max_tokens=self.max_tokens, progress=len(documents) > 256 and not self._in_phase)
+        vecs = encode_texts(
+            self.model,
+            [d.fullText for d in documents],
+            self.device,
+            cache=self.cache,
+            max_tokens=self.max_tokens,
+            progress=len(documents) > 256 and not self._in_phase,
+        )
         return self._normalise(vecs)
 
     _in_phase = False
@@ -93,20 +103,32 @@ class EncoderSystem:
         return device_label(self.device)
 
     def describe(self) -> dict:
-        return {**self._describe, "model_identity": self.identity, "similarity": self.model.similarity,
-                "max_length": self.model.max_length, "fast_path": self.fast_path,
-                "search": self.search_index}
+        return {
+            **self._describe,
+            "model_identity": self.identity,
+            "similarity": self.model.similarity,
+            "max_length": self.model.max_length,
+            "fast_path": self.fast_path,
+            "search": self.search_index,
+        }
 
 
-def train_system(build: Callable[[], TextEncoder], config: ContrastiveTraining, documents: Sequence[Document],
-                 out_dir: Path, save: Callable[[TextEncoder, Path], None], log=_log.info,
-                 embed_batch: EmbedBatch | None = None) -> Path:
+def train_system(
+    build: Callable[[], TextEncoder],
+    config: ContrastiveTraining,
+    documents: Sequence[Document],
+    out_dir: Path,
+    save: Callable[[TextEncoder, Path], None],
+    log=_log.info,
+    embed_batch: EmbedBatch | None = None,
+) -> Path:
     """Seed, then build the model (fresh heads and projections draw from the seeded generator, so
     a rerun, or each process of a DDP run, starts from the same weights), then train it on the
     contrastive task. embed_batch: the forward hook (default: collate and call the model)."""
     torch.manual_seed(config.seed)
     model = build()
     task = ContrastivePairs(authors_from_documents(documents), config, embed_batch)
-    train_loop(model, task, config, Path(out_dir), save=save, log=log,
-               record={"recipe": config_sections(config)["recipe"]})
+    train_loop(
+        model, task, config, Path(out_dir), save=save, log=log, record={"recipe": config_sections(config)["recipe"]}
+    )
     return Path(out_dir) / "model"

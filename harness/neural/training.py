@@ -18,6 +18,7 @@ batches make an optimizer step. `ContrastivePairs` is the bi-encoders' task; the
 lives with its plugin. Both take the forward as a hook (`embed_batch`), so a faster training
 step can replace the plain one without touching the loop.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,8 +59,9 @@ class TrainingTask(Protocol):
 
     def plan_epoch(self, model, epoch: int, device: torch.device, log) -> list[list]: ...
 
-    def step(self, wrapped, model, shard: list, sizes: list[int], device: torch.device, amp: bool, scale: float,
-             last: bool) -> StepResult: ...
+    def step(
+        self, wrapped, model, shard: list, sizes: list[int], device: torch.device, amp: bool, scale: float, last: bool
+    ) -> StepResult: ...
 
     def size(self) -> int:
         """Training examples (authors, queries) in all."""
@@ -117,12 +119,19 @@ class ContrastivePairs:
             # short training, so it has a bar with the time left (and a line where no bar shows)
             log(f"epoch {epoch}: hard negatives: encoding {len(texts):,} documents on {device_label(device)}")
             with progress_module.phase(f"epoch {epoch}: hard negatives: encode", len(texts), "doc") as advance:
-                vecs = embed_features(model, model.featurize(texts), device, max_tokens=recipe.encode_max_tokens,
-                                      advance=advance)
+                vecs = embed_features(
+                    model, model.featurize(texts), device, max_tokens=recipe.encode_max_tokens, advance=advance
+                )
             proj = vecs.shape[1] // 3 if recipe.project_for_clustering else None
             with progress_module.phase(f"epoch {epoch}: hard negatives: cluster", 1) as advance:
-                batches = hard_negative_batches(vecs, names, recipe.authors_per_batch,
-                                                cluster_factor=recipe.cluster_factor, project_to=proj, seed=seed)
+                batches = hard_negative_batches(
+                    vecs,
+                    names,
+                    recipe.authors_per_batch,
+                    cluster_factor=recipe.cluster_factor,
+                    project_to=proj,
+                    seed=seed,
+                )
                 advance(1)
             log(f"epoch {epoch}: hard-negative batches from {len(texts)} documents in {time.perf_counter() - t0:.1f}s")
         else:
@@ -150,10 +159,10 @@ class ContrastivePairs:
             tokens = sum(model.feature_length(f) for f in features) * len(sizes)
             with D.sync_grads(wrapped, last):
                 emb = self._embed(wrapped, model, features, device, amp)
-                loss = self._loss(emb[: len(shard)], emb[len(shard):], sizes, model)
+                loss = self._loss(emb[: len(shard)], emb[len(shard) :], sizes, model)
                 (loss * scale).backward()
             return StepResult(float(loss.detach()), 2 * sum(sizes), tokens)
-        pieces = [shard[i:i + micro] for i in range(0, len(shard), micro)]
+        pieces = [shard[i : i + micro] for i in range(0, len(shard), micro)]
         features = [self._features(model, piece) for piece in pieces]
         tokens = sum(model.feature_length(f) for fs in features for f in fs) * len(sizes)
         states, firsts, seconds = [], [], []
@@ -162,7 +171,7 @@ class ContrastivePairs:
                 states.append(RngState.capture(device))
                 emb = self._embed(wrapped, model, fs, device, amp).float()
                 firsts.append(emb[: len(piece)])
-                seconds.append(emb[len(piece):])
+                seconds.append(emb[len(piece) :])
         a = torch.cat(firsts).requires_grad_()
         b = torch.cat(seconds).requires_grad_()
         loss = self._loss(a, b, sizes, model)
@@ -173,7 +182,7 @@ class ContrastivePairs:
             with D.sync_grads(wrapped, last and k == len(pieces) - 1):
                 emb = self._embed(wrapped, model, fs, device, amp).float()
                 n = len(piece)
-                grads = torch.cat([a.grad[start:start + n], b.grad[start:start + n]])
+                grads = torch.cat([a.grad[start : start + n], b.grad[start : start + n]])
                 emb.backward(grads)
             start += n
         return StepResult(float(loss.detach()), 2 * sum(sizes), tokens)
@@ -196,8 +205,16 @@ class RngState:
             torch.cuda.set_rng_state(self.cuda, device)
 
 
-def train_loop(model: TextEncoder, task: TrainingTask, recipe, out_dir: Path, *, save: Callable[[TextEncoder, Path], None],
-               log=_log.info, record: Mapping[str, Any] | None = None) -> dict:
+def train_loop(
+    model: TextEncoder,
+    task: TrainingTask,
+    recipe,
+    out_dir: Path,
+    *,
+    save: Callable[[TextEncoder, Path], None],
+    log=_log.info,
+    record: Mapping[str, Any] | None = None,
+) -> dict:
     """Train `model` in place on `task`; the main process calls save(model, out_dir / "model") at the
     end and writes out_dir / "train_log.json". `recipe` gives lr, epochs, grad_accumulation, bf16,
     grad_checkpointing, checkpoint_every, max_steps and device; `record` is merged into the log."""
@@ -208,8 +225,10 @@ def train_loop(model: TextEncoder, task: TrainingTask, recipe, out_dir: Path, *,
     optimizer = torch.optim.Adam(model.trainable_parameters(), lr=recipe.lr)
     run = _Run(model, wrapped, task, recipe, optimizer, device, rank, size, out_dir / "checkpoint", log)
     n_trainable = sum(p.numel() for p in model.trainable_parameters())
-    log(f"training {type(model).__name__} on {device_label(device)} x{size}: {task.size()} {task.unit}, "
-        f"{n_trainable:,} trainable parameters, {recipe.grad_accumulation} global batch(es) per optimizer step")
+    log(
+        f"training {type(model).__name__} on {device_label(device)} x{size}: {task.size()} {task.unit}, "
+        f"{n_trainable:,} trainable parameters, {recipe.grad_accumulation} global batch(es) per optimizer step"
+    )
     for epoch in range(run.progress["epoch"], recipe.epochs):
         stop = run.epoch(epoch)
         if not stop:
@@ -218,9 +237,16 @@ def train_loop(model: TextEncoder, task: TrainingTask, recipe, out_dir: Path, *,
             save_checkpoint(run.ckpt, model, optimizer, run.progress)
         if stop:
             break
-    summary = {**dict(record or {}), "device": device_label(device), "world_size": size,
-               "examples": task.size(), "unit": task.unit,  # authors (bi-encoders) or queries (the reranker)
-               "trainable_parameters": n_trainable, "steps": run.progress["steps_done"], "log": run.progress["log"]}
+    summary = {
+        **dict(record or {}),
+        "device": device_label(device),
+        "world_size": size,
+        "examples": task.size(),
+        "unit": task.unit,  # authors (bi-encoders) or queries (the reranker)
+        "trainable_parameters": n_trainable,
+        "steps": run.progress["steps_done"],
+        "log": run.progress["log"],
+    }
     if D.is_main():
         save(model, out_dir / "model")
         atomic_write_text(out_dir / "train_log.json", json.dumps(summary, indent=1) + "\n")
@@ -247,14 +273,30 @@ class _Run:
     """One training run's state across epochs: the progress a checkpoint holds (epoch, batch, the
     epoch's plan, the log, optimizer steps done) and whether the first step's gradients were checked."""
 
-    def __init__(self, model, wrapped, task: TrainingTask, recipe, optimizer, device: torch.device, rank: int,
-                 size: int, ckpt: Path, log):
+    def __init__(
+        self,
+        model,
+        wrapped,
+        task: TrainingTask,
+        recipe,
+        optimizer,
+        device: torch.device,
+        rank: int,
+        size: int,
+        ckpt: Path,
+        log,
+    ):
         self.model, self.wrapped, self.task, self.recipe, self.optimizer = model, wrapped, task, recipe, optimizer
         self.device, self.rank, self.size, self.ckpt, self.log = device, rank, size, ckpt, log
         self.amp = recipe.bf16 and device.type == "cuda"
         self.checked = False
-        self.progress = (load_checkpoint(ckpt, model, optimizer)
-                         or {"epoch": 0, "step": 0, "plan": None, "log": [], "steps_done": 0})
+        self.progress = load_checkpoint(ckpt, model, optimizer) or {
+            "epoch": 0,
+            "step": 0,
+            "plan": None,
+            "log": [],
+            "steps_done": 0,
+        }
         if self.progress["steps_done"]:
             log(f"resuming from {ckpt}: epoch {self.progress['epoch']}, batch {self.progress['step']}")
 
@@ -271,16 +313,26 @@ class _Run:
         # a bar on a terminal; elsewhere (a log file, a Slurm job) a line every 10 steps with the time left
         show_bar = D.is_main() and sys.stderr.isatty() and progress_module.is_enabled()
         first, stop = progress["step"], False
-        with progress_module.enabled(show_bar), \
-                progress_module.phase(f"epoch {epoch}", end, "batch", initial=first) as bar:
+        with (
+            progress_module.enabled(show_bar),
+            progress_module.phase(f"epoch {epoch}", end, "batch", initial=first) as bar,
+        ):
             for i in range(progress["step"], len(plan)):
                 group = (i // accum) * accum
                 group_len = min(accum, len(plan) - group)
                 boundary = i == group + group_len - 1
                 batch = plan[i]
                 sizes = [len(D.shard(batch, r, self.size)) for r in range(self.size)]
-                out = self.task.step(self.wrapped, self.model, D.shard(batch, self.rank, self.size), sizes, self.device,
-                                     self.amp, 1.0 / group_len, boundary)
+                out = self.task.step(
+                    self.wrapped,
+                    self.model,
+                    D.shard(batch, self.rank, self.size),
+                    sizes,
+                    self.device,
+                    self.amp,
+                    1.0 / group_len,
+                    boundary,
+                )
                 pending.append((out.loss, len(batch)))
                 docs += out.documents
                 tokens += out.tokens
@@ -292,17 +344,28 @@ class _Run:
                 bar.note(f"loss {entry['loss']:.4f}")
                 if not show_bar and (progress["steps_done"] % 10 == 1 or i + 1 >= end):
                     left = progress_module.time_left(i + 1 - first, end - first, time.perf_counter() - t_epoch)
-                    self.log(f"epoch {epoch} batch {i + 1}/{len(plan)} step {progress['steps_done']} loss {entry['loss']:.4f}"
-                             + (f" ({left} in this epoch)" if left else ""))
-                if (self.recipe.checkpoint_every and progress["steps_done"] % self.recipe.checkpoint_every == 0
-                        and D.is_main()):
+                    self.log(
+                        f"epoch {epoch} batch {i + 1}/{len(plan)} step {progress['steps_done']} loss {entry['loss']:.4f}"
+                        + (f" ({left} in this epoch)" if left else "")
+                    )
+                if (
+                    self.recipe.checkpoint_every
+                    and progress["steps_done"] % self.recipe.checkpoint_every == 0
+                    and D.is_main()
+                ):
                     save_checkpoint(self.ckpt, self.model, self.optimizer, progress)
                 if self.recipe.max_steps and progress["steps_done"] >= self.recipe.max_steps:
                     stop = True
                     break
         seconds = time.perf_counter() - t_epoch
-        progress["log"].append({"epoch": epoch, "epoch_seconds": round(seconds, 2), "docs_per_second": round(docs / max(seconds, 1e-9), 1),
-                                "tokens_per_second": round(tokens / max(seconds, 1e-9), 1)})
+        progress["log"].append(
+            {
+                "epoch": epoch,
+                "epoch_seconds": round(seconds, 2),
+                "docs_per_second": round(docs / max(seconds, 1e-9), 1),
+                "tokens_per_second": round(tokens / max(seconds, 1e-9), 1),
+            }
+        )
         return stop
 
     def _last_batch(self, n: int) -> int:
@@ -323,8 +386,13 @@ class _Run:
         self.optimizer.zero_grad(set_to_none=True)
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-        entry = {"epoch": epoch, "step": i, "loss": round(sum(v for v, _ in pending) / len(pending), 6),
-                 self.task.unit: sum(n for _, n in pending), "seconds": round(time.perf_counter() - t0, 4)}
+        entry = {
+            "epoch": epoch,
+            "step": i,
+            "loss": round(sum(v for v, _ in pending) / len(pending), 6),
+            self.task.unit: sum(n for _, n in pending),
+            "seconds": round(time.perf_counter() - t0, 4),
+        }
         self.progress["log"].append(entry)
         self.progress["step"] = i + 1
         self.progress["steps_done"] += 1

@@ -8,6 +8,7 @@ the page's tests (harness.reports.page_tests). The 95% intervals invert the same
 Beside pooled Success@8 (every query of every seed), the author-macro figure (each query author's
 mean, then the mean over authors).
 """
+
 from __future__ import annotations
 
 import math
@@ -40,8 +41,9 @@ def _cell(values):
 
 
 def _diff(r, holm_p: float) -> Markdown:
-    return Markdown(f"{100 * r.diff:+.1f} [{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}] {p_text(r, sep='')}, "
-                    f"Holm {holm_p:.3f}")
+    return Markdown(
+        f"{100 * r.diff:+.1f} [{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}] {p_text(r, sep='')}, Holm {holm_p:.3f}"
+    )
 
 
 def sbert_closeness(res: list[dict]) -> str:
@@ -49,10 +51,12 @@ def sbert_closeness(res: list[dict]) -> str:
     nearest_haystack = 1 - _weighted([r["success_curve"][0] for r in res], res)
     ranks = [math.inf if v is None else v for r in res for v in r["first_needle_rank"].values()]
     med = float(np.median(ranks))
-    return (f"Haystack closeness under sentence-transformers/all-mpnet-base-v2 (from the `sbert` run): for "
-            f"{100 * nearest_haystack:.1f}% of "
-            f"the queries the nearest candidate is a haystack document; the median rank of the first needle is "
-            f"{'beyond 100' if math.isinf(med) else f'{med:.0f}'}.")
+    return (
+        f"Haystack closeness under sentence-transformers/all-mpnet-base-v2 (from the `sbert` run): for "
+        f"{100 * nearest_haystack:.1f}% of "
+        f"the queries the nearest candidate is a haystack document; the median rank of the first needle is "
+        f"{'beyond 100' if math.isinf(med) else f'{med:.0f}'}."
+    )
 
 
 def _weighted(values, res):
@@ -60,13 +64,21 @@ def _weighted(values, res):
     return sum(v * r["n_queries"] for v, r in zip(values, res)) / n
 
 
-def collection_page(collection: str, runs: dict, names: list[str], splits_dir: Path | None, header: str,
-                    compare=None, all_view_dir: Path | None = None) -> str:
+def collection_page(
+    collection: str,
+    runs: dict,
+    names: list[str],
+    splits_dir: Path | None,
+    header: str,
+    compare=None,
+    all_view_dir: Path | None = None,
+) -> str:
     """compare(collection, run a, run b) -> paired results by metric (default: computed here; the leaderboard
     hands its Board.compare, so the pages and the HTML site share one computation)."""
     from harness.reports.markdown_table import markdown_table
 
     if compare is None:
+
         def compare(c, a, b):
             return compare_results(runs[(c, a)], runs[(c, b)], splits_dir)
 
@@ -83,29 +95,53 @@ def collection_page(collection: str, runs: dict, names: list[str], splits_dir: P
             vs_best = _diff(compare(collection, n, best)["success@8"], tests.holm_p(n, best))
         if base and n != base:
             vs_base = _diff(compare(collection, n, base)["success@8"], tests.holm_p(n, base))
-        rows.append([f"{shown_name(n, res)} {marks(n, best, base, tests)}".strip(), " ".join(str(r["seed"]) for r in res),
-                     *[_cell([r["metrics"][m] for r in res]) for m in HEADLINE], f"{100 * pooled[n]:.1f}",
-                     f"{100 * run_author_macro(res, splits_dir):.1f}",
-                     vs_best or "(best)", vs_base or ("(baseline)" if n == base else "")])
-    table = markdown_table(rows, headers=["run", "seeds", "S@8", "S@100", "MRR@20", "S@8 pooled", "S@8 author-macro",
-                                          f"S@8 vs best ({best})", f"S@8 vs {BASELINE}"], disable_numparse=True)
+        rows.append(
+            [
+                f"{shown_name(n, res)} {marks(n, best, base, tests)}".strip(),
+                " ".join(str(r["seed"]) for r in res),
+                *[_cell([r["metrics"][m] for r in res]) for m in HEADLINE],
+                f"{100 * pooled[n]:.1f}",
+                f"{100 * run_author_macro(res, splits_dir):.1f}",
+                vs_best or "(best)",
+                vs_base or ("(baseline)" if n == base else ""),
+            ]
+        )
+    table = markdown_table(
+        rows,
+        headers=[
+            "run",
+            "seeds",
+            "S@8",
+            "S@100",
+            "MRR@20",
+            "S@8 pooled",
+            "S@8 author-macro",
+            f"S@8 vs best ({best})",
+            f"S@8 vs {BASELINE}",
+        ],
+        disable_numparse=True,
+    )
     notes = [note] if (note := split_settings_note(collection, runs, names, splits_dir)) else []
     if "bm25" in names and "char-ngram" in names:
         a, b = runs[(collection, "char-ngram")], runs[(collection, "bm25")]
         need, sd, have = needed_authors(a, b, splits_dir)
-        notes.append(f"Power: the per-author sd of the Success@8 difference char-ngram − bm25 is {sd:.3f}; detecting a "
-                     f"5-point gap with that spread (alpha 0.05, power 0.8) needs about {need} independent query "
-                     f"authors; these runs have {have} (the seeds share their authors).")
+        notes.append(
+            f"Power: the per-author sd of the Success@8 difference char-ngram − bm25 is {sd:.3f}; detecting a "
+            f"5-point gap with that spread (alpha 0.05, power 0.8) needs about {need} independent query "
+            f"authors; these runs have {have} (the seeds share their authors)."
+        )
     if "sbert" in names:
         notes.append(sbert_closeness(runs[(collection, "sbert")]))
-    return (f"{header}# {collection}: runs and paired significance\n\n"
-            "Mean ± sd over seeds, in percent; `S@8 pooled` is over all queries of all seeds, `S@8 author-macro` "
-            "the mean over query authors of each author's mean over their queries in all seeds. Differences: "
-            "Success@8 points, this row minus the other, with the 95% interval that inverts the test and the "
-            f"p-value of the {TEST_NAME}: queries paired by seed and id, one cluster per query author across all "
-            f"seeds; p is {HOW_P}. Holm: the p adjusted over this table's tests. Marks: "
-            f"`*` differs from the best row, `†` from {BASELINE} (p < {ALPHA}); `{HOLM_MARK}` after a mark: still "
-            f"below {ALPHA} after Holm's adjustment.\n\n{table}\n\n{tests.summary()}\n\n"
-            + "".join(f"{n}\n\n" for n in notes)
-            + rule_views_section(runs, names, collection, splits_dir, all_view_dir)
-            + surface_topics_section(runs, names, collection, splits_dir))
+    return (
+        f"{header}# {collection}: runs and paired significance\n\n"
+        "Mean ± sd over seeds, in percent; `S@8 pooled` is over all queries of all seeds, `S@8 author-macro` "
+        "the mean over query authors of each author's mean over their queries in all seeds. Differences: "
+        "Success@8 points, this row minus the other, with the 95% interval that inverts the test and the "
+        f"p-value of the {TEST_NAME}: queries paired by seed and id, one cluster per query author across all "
+        f"seeds; p is {HOW_P}. Holm: the p adjusted over this table's tests. Marks: "
+        f"`*` differs from the best row, `†` from {BASELINE} (p < {ALPHA}); `{HOLM_MARK}` after a mark: still "
+        f"below {ALPHA} after Holm's adjustment.\n\n{table}\n\n{tests.summary()}\n\n"
+        + "".join(f"{n}\n\n" for n in notes)
+        + rule_views_section(runs, names, collection, splits_dir, all_view_dir)
+        + surface_topics_section(runs, names, collection, splits_dir)
+    )

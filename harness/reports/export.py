@@ -12,6 +12,7 @@
 
 `--format trec` writes the runs and the qrels as TREC files instead (harness.reports.trec_export).
 """
+
 from __future__ import annotations
 
 import csv
@@ -49,9 +50,15 @@ def leaderboard_rows(runs, manifests=None) -> list[dict]:
     order = {n: i for i, n in enumerate(run_order(runs))}
     rows = []
     for (c, name), res in sorted(runs.items(), key=lambda kv: (kv[0][0], order[kv[0][1]])):
-        row = {"collection": c, "run": name, "system": res[0]["system"], "seeds": " ".join(str(r["seed"]) for r in res),
-               "n_seeds": len(res), "n_queries": sum(r["n_queries"] for r in res),
-               "plugin": "; ".join(sorted({plugin_version(r) for r in res}))}
+        row = {
+            "collection": c,
+            "run": name,
+            "system": res[0]["system"],
+            "seeds": " ".join(str(r["seed"]) for r in res),
+            "n_seeds": len(res),
+            "n_queries": sum(r["n_queries"] for r in res),
+            "plugin": "; ".join(sorted({plugin_version(r) for r in res})),
+        }
         for m in HEADLINE:
             mean, sd = mean_sd([r["metrics"][m] for r in res])
             row[f"{m} mean"] = _num(mean)
@@ -68,8 +75,15 @@ def per_seed_rows(runs) -> list[dict]:
     rows = []
     for (c, name), res in sorted(runs.items()):
         for r in res:
-            row = {"collection": c, "run": name, "system": r["system"], "seed": r["seed"], "split_sha256": r["split_sha256"],
-                   "n_queries": r["n_queries"], "n_candidates": r["n_candidates"]}
+            row = {
+                "collection": c,
+                "run": name,
+                "system": r["system"],
+                "seed": r["seed"],
+                "split_sha256": r["split_sha256"],
+                "n_queries": r["n_queries"],
+                "n_candidates": r["n_candidates"],
+            }
             for m in HEADLINE:
                 row[m] = _num(r["metrics"][m])
                 row[f"{m} ci95 low"], row[f"{m} ci95 high"] = (_num(v) for v in r["ci95"][m])
@@ -82,7 +96,9 @@ def per_query_rows(runs) -> list[dict]:
     for (c, name), res in sorted(runs.items()):
         for r in res:
             for qid, rank in sorted(r["first_needle_rank"].items()):
-                rows.append({"collection": c, "run": name, "seed": r["seed"], "queryID": qid, "first_needle_rank": rank})
+                rows.append(
+                    {"collection": c, "run": name, "seed": r["seed"], "queryID": qid, "first_needle_rank": rank}
+                )
     return rows
 
 
@@ -110,7 +126,13 @@ def export_tables(runs_dir: Path, out_dir: Path, fmt: str = "csv", record: Path 
         raise DataError(f"{runs_dir}: no results to export (is it the runs folder? --runs-dir)")
     from harness.locations import manifest_dirs
 
-    tables = {"leaderboard": leaderboard_rows(runs, manifest_dirs(runs_dir)), "per-seed": per_seed_rows(runs), "per-query": per_query_rows(runs)}
-    files = {f"{name}.{fmt}": _csv(rows) if fmt == "csv" else json.dumps(rows, indent=1, ensure_ascii=False) + "\n"
-             for name, rows in tables.items()}
+    tables = {
+        "leaderboard": leaderboard_rows(runs, manifest_dirs(runs_dir)),
+        "per-seed": per_seed_rows(runs),
+        "per-query": per_query_rows(runs),
+    }
+    files = {
+        f"{name}.{fmt}": _csv(rows) if fmt == "csv" else json.dumps(rows, indent=1, ensure_ascii=False) + "\n"
+        for name, rows in tables.items()
+    }
     return write_output_set(out_dir, files)  # the three tables replace the old ones together

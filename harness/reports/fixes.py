@@ -8,6 +8,7 @@ contain the fix: by `git merge-base --is-ancestor` where the repository knows bo
 else by time (made before the fix's date). `trained_only`: only runs of a trained model
 (config `model` set) and training logs are affected.
 """
+
 from __future__ import annotations
 
 import functools
@@ -41,14 +42,28 @@ def load_fixes(path: Path) -> list[Fix]:
         raise DataError(f"{path}: the fixes registry must be a JSON list of fixes, got {type(entries).__name__}")
     fixes = []
     for i, f in enumerate(entries):
-        ok = (isinstance(f, dict) and all(isinstance(f.get(k), str) for k in ("commit", "date", "what"))
-              and isinstance(f.get("systems"), list) and all(isinstance(s, str) for s in f["systems"])
-              and isinstance(f.get("mark", "†"), str))
+        ok = (
+            isinstance(f, dict)
+            and all(isinstance(f.get(k), str) for k in ("commit", "date", "what"))
+            and isinstance(f.get("systems"), list)
+            and all(isinstance(s, str) for s in f["systems"])
+            and isinstance(f.get("mark", "†"), str)
+        )
         if not ok:
-            raise DataError(f"{path}: fix #{i + 1} must be {{commit, date, what: strings; systems: list of names; "
-                            f"mark, trained_only optional}}, got {str(f)[:80]}")
-        fixes.append(Fix(commit=f["commit"], date=f["date"], systems=tuple(f["systems"]), what=f["what"],
-                         mark=f.get("mark", "†"), trained_only=bool(f.get("trained_only", False))))
+            raise DataError(
+                f"{path}: fix #{i + 1} must be {{commit, date, what: strings; systems: list of names; "
+                f"mark, trained_only optional}}, got {str(f)[:80]}"
+            )
+        fixes.append(
+            Fix(
+                commit=f["commit"],
+                date=f["date"],
+                systems=tuple(f["systems"]),
+                what=f["what"],
+                mark=f.get("mark", "†"),
+                trained_only=bool(f.get("trained_only", False)),
+            )
+        )
     return fixes
 
 
@@ -59,8 +74,9 @@ def _contains(commit: str, fix: str) -> bool | None:
     if checkout is None:
         return None
     try:
-        r = subprocess.run(["git", "merge-base", "--is-ancestor", fix, commit], cwd=checkout,
-                           capture_output=True, timeout=10)
+        r = subprocess.run(
+            ["git", "merge-base", "--is-ancestor", fix, commit], cwd=checkout, capture_output=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return {0: True, 1: False}.get(r.returncode)
@@ -73,7 +89,9 @@ def predates(fix: Fix, commit: str | None, when: str | None) -> bool:
     return bool(when and when < fix.date)
 
 
-def marks_for(fixes: Iterable[Fix], system: str | None, *, trained: bool, commit: str | None, when: str | None) -> list[Fix]:
+def marks_for(
+    fixes: Iterable[Fix], system: str | None, *, trained: bool, commit: str | None, when: str | None
+) -> list[Fix]:
     return [f for f in fixes if system in f.systems and (trained or not f.trained_only) and predates(f, commit, when)]
 
 
@@ -81,8 +99,13 @@ def run_marks(fixes: list[Fix], results: Sequence[Mapping[str, Any]]) -> list[Fi
     """Fixes any seed of a run predates."""
     out: list[Fix] = []
     for r in results:
-        for f in marks_for(fixes, r.get("system"), trained=r.get("config", {}).get("model") is not None,
-                           commit=r.get("provenance", {}).get("git_commit"), when=r.get("provenance", {}).get("finished_at")):
+        for f in marks_for(
+            fixes,
+            r.get("system"),
+            trained=r.get("config", {}).get("model") is not None,
+            commit=r.get("provenance", {}).get("git_commit"),
+            when=r.get("provenance", {}).get("finished_at"),
+        ):
             if f not in out:
                 out.append(f)
     return out

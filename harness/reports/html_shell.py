@@ -1,6 +1,7 @@
 """The HTML leaderboard's page shell: inline style and script, and a Content-Security-Policy that
 allows no fetch at all (no network, no other file): only these inline blocks, by hash, and
 images given as data URIs. The site works opened from disk, with no server."""
+
 from __future__ import annotations
 
 import base64
@@ -90,17 +91,21 @@ def _sha256(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
 
 
-CSP = ("default-src 'none'; img-src data:; "
-       f"style-src {_sha256(STYLE)}; script-src {_sha256(SCRIPT)}; base-uri 'none'; form-action 'none'")
+CSP = (
+    "default-src 'none'; img-src data:; "
+    f"style-src {_sha256(STYLE)}; script-src {_sha256(SCRIPT)}; base-uri 'none'; form-action 'none'"
+)
 
 
 def page(title: str, body: str) -> str:
     """A complete document: `title` is plain text (escaped here); `body` is HTML built by the caller,
     who escapes every value in it."""
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{escape(CSP)}\">\n"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-            "<meta name=\"referrer\" content=\"no-referrer\">\n"
-            "<link rel=\"icon\" href=\"data:,\">\n"
-            f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}\n"
-            f"<script>{SCRIPT}</script>\n</body>\n</html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{escape(CSP)}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="referrer" content="no-referrer">\n'
+        '<link rel="icon" href="data:,">\n'
+        f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}\n"
+        f"<script>{SCRIPT}</script>\n</body>\n</html>\n"
+    )

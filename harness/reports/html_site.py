@@ -6,6 +6,7 @@ figures); every value from a result is escaped. The site is written as one set: 
 an earlier site's (run pages of runs since removed go), and files the harness does not write there
 (a .git, a CNAME) are kept.
 """
+
 from __future__ import annotations
 
 import base64
@@ -80,7 +81,9 @@ def pooled_interval(board: Board, collection: str, name: str) -> tuple[float, fl
 def _cell(text: str, *, sort: float | str | None = None, cls: str = "") -> str:
     attrs = f' class="{cls}"' if cls else ""
     if sort is not None:
-        key = "" if isinstance(sort, float) and math.isnan(sort) else (f"{sort:.6g}" if isinstance(sort, float) else sort)
+        key = (
+            "" if isinstance(sort, float) and math.isnan(sort) else (f"{sort:.6g}" if isinstance(sort, float) else sort)
+        )
         attrs += f' data-sort="{escape(str(key))}"'
     return f"<td{attrs}>{text}</td>"
 
@@ -131,15 +134,26 @@ def collection_table(board: Board, collection: str, identity: dict[tuple[str, st
     tests = page_tests(names, best, base, lambda a, b: board.compare(collection, a, b)["success@8"])
     heads = [_head("run"), _head("system"), _head("seeds", numeric=True, title="number of split seeds")]
     heads += [_head(f"{METRIC_NAMES[m]} (%)", numeric=True, title="mean ± sample sd over the seeds") for m in HEADLINE]
-    heads += [_head("Success@8 pooled (%) [95% CI]", numeric=True,
-                    title="over all queries of all seeds; studentized cluster-bootstrap interval"),
-              _head("Success@8 author-macro (%)", numeric=True,
-                    title="each query author's mean over their queries in all seeds, then the mean over authors"),
-              _head("marks", title=f"* differs from the best row, † from {BASELINE} (p < {ALPHA}); "
-                                   f"{HOLM_MARK} after a mark: below {ALPHA} after Holm's adjustment over the table"),
-              _head("vs best", numeric=True, title=f"Success@8 points, this row minus the best row ({best})"),
-              _head(f"vs {BASELINE}", numeric=True, title=f"Success@8 points, this row minus {BASELINE}"),
-              _head("differs from the paper", title="the recipe items where this run differs from the paper's")]
+    heads += [
+        _head(
+            "Success@8 pooled (%) [95% CI]",
+            numeric=True,
+            title="over all queries of all seeds; studentized cluster-bootstrap interval",
+        ),
+        _head(
+            "Success@8 author-macro (%)",
+            numeric=True,
+            title="each query author's mean over their queries in all seeds, then the mean over authors",
+        ),
+        _head(
+            "marks",
+            title=f"* differs from the best row, † from {BASELINE} (p < {ALPHA}); "
+            f"{HOLM_MARK} after a mark: below {ALPHA} after Holm's adjustment over the table",
+        ),
+        _head("vs best", numeric=True, title=f"Success@8 points, this row minus the best row ({best})"),
+        _head(f"vs {BASELINE}", numeric=True, title=f"Success@8 points, this row minus {BASELINE}"),
+        _head("differs from the paper", title="the recipe items where this run differs from the paper's"),
+    ]
     rows = []
     for n in names:
         res = board.runs[(collection, n)]
@@ -147,24 +161,38 @@ def collection_table(board: Board, collection: str, identity: dict[tuple[str, st
         vs_base = board.compare(collection, n, base)["success@8"] if base and n != base else None
         row_marks = marks(n, best, base, tests)
         lo, hi, unit = pooled_interval(board, collection, n)
-        cells = [_cell(f'<a href="{escape(run_page_path(collection, n))}">{escape(n)}</a>', sort=n, cls="run"),
-                 _cell(escape(res[0]["system"])), _cell(str(len(res)), sort=float(len(res)), cls="num")]
+        cells = [
+            _cell(f'<a href="{escape(run_page_path(collection, n))}">{escape(n)}</a>', sort=n, cls="run"),
+            _cell(escape(res[0]["system"])),
+            _cell(str(len(res)), sort=float(len(res)), cls="num"),
+        ]
         for m in HEADLINE:
             text, mean = _mean_sd([r["metrics"][m] for r in res])
             cells.append(_cell(text, sort=mean, cls="num"))
-        cells.append(_cell(f'<span title="95% studentized bootstrap over {escape(unit)}">{_pct(pooled[n])} '
-                           f'[{_pct(lo)}, {_pct(hi)}]</span>', sort=pooled[n], cls="num"))
+        cells.append(
+            _cell(
+                f'<span title="95% studentized bootstrap over {escape(unit)}">{_pct(pooled[n])} '
+                f"[{_pct(lo)}, {_pct(hi)}]</span>",
+                sort=pooled[n],
+                cls="num",
+            )
+        )
         cells.append(author_macro_cell(board, collection, n))
         cells.append(_cell(f'<span class="mark">{escape(row_marks)}</span>' if row_marks else "", sort=row_marks))
         cells.append(_diff_cell(vs_best, tests.holm_p(n, best)) if n != best else _cell("(best)", sort=0.0, cls="num"))
-        cells.append(_diff_cell(vs_base, tests.holm_p(n, base)) if base and n != base
-                     else _cell("(baseline)" if n == base else "", sort=float("nan"), cls="num"))
+        cells.append(
+            _diff_cell(vs_base, tests.holm_p(n, base))
+            if base and n != base
+            else _cell("(baseline)" if n == base else "", sort=float("nan"), cls="num")
+        )
         cells.append(_cell(escape(identity[(collection, n)].differs), cls="differs"))
         rows.append(f"<tr>{''.join(cells)}</tr>")
-    return (f'<div class="wrap"><table class="sortable" id="table-{escape(slug(collection))}">\n'
-            f"<caption class=\"muted\">{escape(collection)}: {len(names)} runs; best by pooled Success@8: "
-            f"{escape(best)}. {escape(tests.summary())} Click a header to sort.</caption>\n"
-            f"<thead><tr>{''.join(heads)}</tr></thead>\n<tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>")
+    return (
+        f'<div class="wrap"><table class="sortable" id="table-{escape(slug(collection))}">\n'
+        f'<caption class="muted">{escape(collection)}: {len(names)} runs; best by pooled Success@8: '
+        f"{escape(best)}. {escape(tests.summary())} Click a header to sort.</caption>\n"
+        f"<thead><tr>{''.join(heads)}</tr></thead>\n<tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>"
+    )
 
 
 def _figure(png: bytes, alt: str) -> str:
@@ -173,28 +201,33 @@ def _figure(png: bytes, alt: str) -> str:
 
 
 def index_page(board: Board, figures: dict[str, bytes], identity: dict[tuple[str, str], RunIdentity]) -> str:
-    intro = (f'<p class="note">Generated by <code>aa-harness leaderboard</code> from the run files '
-             "(every result verified against its rankings and split manifest). Success@8, Success@100 and MRR@20 "
-             "in percent, mean ± sample sd over the split seeds. Pooled Success@8 is over all queries of all seeds, "
-             "with a 95% studentized cluster-bootstrap interval (one cluster per query author across the seeds). Differences are "
-             "Success@8 points, this row minus the other, with the 95% interval that inverts the paired cluster "
-             "randomization test and that test's p (exact, or sampled with ± its Monte Carlo SE), and the p adjusted by "
-             "Holm over the collection's table. Author-macro Success@8: each query author's mean over their queries "
-             f"in all seeds, then the mean over authors. Marks (p &lt; {ALPHA}): <span class=\"mark\">*</span> differs "
-             f"from the best row, <span class=\"mark\">†</span> from {BASELINE}; {HOLM_MARK} after a mark: still below "
-             f"{ALPHA} after Holm's adjustment. \"Differs from the paper\" lists the recipe items where a run "
-             "differs from the paper's recipe for its system.</p>")
+    intro = (
+        f'<p class="note">Generated by <code>aa-harness leaderboard</code> from the run files '
+        "(every result verified against its rankings and split manifest). Success@8, Success@100 and MRR@20 "
+        "in percent, mean ± sample sd over the split seeds. Pooled Success@8 is over all queries of all seeds, "
+        "with a 95% studentized cluster-bootstrap interval (one cluster per query author across the seeds). Differences are "
+        "Success@8 points, this row minus the other, with the 95% interval that inverts the paired cluster "
+        "randomization test and that test's p (exact, or sampled with ± its Monte Carlo SE), and the p adjusted by "
+        "Holm over the collection's table. Author-macro Success@8: each query author's mean over their queries "
+        f'in all seeds, then the mean over authors. Marks (p &lt; {ALPHA}): <span class="mark">*</span> differs '
+        f'from the best row, <span class="mark">†</span> from {BASELINE}; {HOLM_MARK} after a mark: still below '
+        f'{ALPHA} after Holm\'s adjustment. "Differs from the paper" lists the recipe items where a run '
+        "differs from the paper's recipe for its system.</p>"
+    )
     parts = ["<h1>Leaderboard</h1>", intro]
     if not board.runs:
         parts.append("<p>No runs yet.</p>")
-    parts.append("<nav>" + "".join(f'<a href="#c-{escape(slug(c))}">{escape(c)}</a>' for c in board.collections)
-                 + "</nav>")
+    parts.append(
+        "<nav>" + "".join(f'<a href="#c-{escape(slug(c))}">{escape(c)}</a>' for c in board.collections) + "</nav>"
+    )
     for c in sorted(board.collections, key=lambda c: (c in board.synthetic, c)):  # the benchmarks first
         label = " (synthetic, not a benchmark)" if c in board.synthetic else ""
         parts.append(f'<h2 id="c-{escape(slug(c))}">{escape(c)}{label}</h2>')
         if label:
-            parts.append('<p class="note">Generated by code so that the harness runs with no download; a score here '
-                         "checks the machinery, and says nothing about authorship attribution on real text.</p>")
+            parts.append(
+                '<p class="note">Generated by code so that the harness runs with no download; a score here '
+                "checks the machinery, and says nothing about authorship attribution on real text.</p>"
+            )
         parts.append(collection_table(board, c, identity))
         shown = [f for f in (f"success-at-k-{c}.png", f"success-at-k-{c}-more.png") if f in figures]
         for f in shown:
@@ -207,15 +240,26 @@ def index_page(board: Board, figures: dict[str, bytes], identity: dict[tuple[str
         for (c, n), res in sorted(board.stale_runs.items()):
             entry = board.stale_entries[(c, n)]
             text, mean = _mean_sd([r["metrics"]["success@8"] for r in res])
-            rows.append(f"<tr>{_cell(escape(c))}{_cell(escape(n), cls='run')}{_cell(text, sort=mean, cls='num')}"
-                        f"{_cell(escape(entry.reason))}</tr>")
-        parts.append("<h2>Stale runs</h2><p class=\"note\">Made on data since corrected: verified against the "
-                     "manifests they were made on, and kept apart from the tables above.</p>"
-                     '<div class="wrap"><table class="sortable"><thead><tr>' + _head("collection") + _head("run")
-                     + _head("Success@8 (%)", numeric=True) + _head("why stale") + "</tr></thead><tbody>\n"
-                     + "\n".join(rows) + "\n</tbody></table></div>")
+            rows.append(
+                f"<tr>{_cell(escape(c))}{_cell(escape(n), cls='run')}{_cell(text, sort=mean, cls='num')}"
+                f"{_cell(escape(entry.reason))}</tr>"
+            )
+        parts.append(
+            '<h2>Stale runs</h2><p class="note">Made on data since corrected: verified against the '
+            "manifests they were made on, and kept apart from the tables above.</p>"
+            '<div class="wrap"><table class="sortable"><thead><tr>'
+            + _head("collection")
+            + _head("run")
+            + _head("Success@8 (%)", numeric=True)
+            + _head("why stale")
+            + "</tr></thead><tbody>\n"
+            + "\n".join(rows)
+            + "\n</tbody></table></div>"
+        )
     if "training-loss.png" in figures:
-        parts.append("<h2>Training loss</h2>" + _figure(figures["training-loss.png"], "Contrastive training loss per step"))
+        parts.append(
+            "<h2>Training loss</h2>" + _figure(figures["training-loss.png"], "Contrastive training loss per step")
+        )
     return page("aa-harness leaderboard", "\n".join(parts))
 
 
@@ -225,8 +269,10 @@ def _dl(items: Sequence[tuple[str, object]]) -> str:  # Sequence: a list of (str
 
 def _table(headers: list[str], rows: list[list[str]], numeric_from: int = 1) -> str:
     head = "".join(_head(h, numeric=i >= numeric_from) for i, h in enumerate(headers))
-    body = "\n".join("<tr>" + "".join(_cell(escape(v), cls="num" if i >= numeric_from else "") for i, v in enumerate(r))
-                     + "</tr>" for r in rows)
+    body = "\n".join(
+        "<tr>" + "".join(_cell(escape(v), cls="num" if i >= numeric_from else "") for i, v in enumerate(r)) + "</tr>"
+        for r in rows
+    )
     return f'<div class="wrap"><table class="sortable"><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table></div>'
 
 
@@ -234,38 +280,70 @@ def run_page(board: Board, collection: str, name: str, identity: RunIdentity) ->
     res = board.runs[(collection, name)]
     first = res[0]
     cfg = first["config"]
-    card = [("run", name), ("collection", collection), ("system", first["system"]),
-            ("plugin", (first["provenance"].get("plugin") or {}).get("name", "")),
-            ("backbone", identity.backbone), ("parameters", identity.parameters), ("trained", identity.origin),
-            ("training data", identity.training_data), ("model", cfg.get("model") or "(pretrained or none)"),
-            ("first stage", cfg.get("first_stage") or "(retriever)"), ("differs from the paper", identity.differs)]
+    card = [
+        ("run", name),
+        ("collection", collection),
+        ("system", first["system"]),
+        ("plugin", (first["provenance"].get("plugin") or {}).get("name", "")),
+        ("backbone", identity.backbone),
+        ("parameters", identity.parameters),
+        ("trained", identity.origin),
+        ("training data", identity.training_data),
+        ("model", cfg.get("model") or "(pretrained or none)"),
+        ("first stage", cfg.get("first_stage") or "(retriever)"),
+        ("differs from the paper", identity.differs),
+    ]
     config = [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in sorted(cfg.items())]
-    seeds = [[str(r["seed"]), str(r["n_queries"]), str(r["n_candidates"]),
-              *[_pct(r["metrics"][m]) for m in HEADLINE],
-              f"[{_pct(r['ci95']['success@8'][0])}, {_pct(r['ci95']['success@8'][1])}]"] for r in res]
-    provenance = [[str(r["seed"]), r["provenance"]["device"], f"{r['provenance'].get('wall_seconds') or 0:.1f}",
-                   r["provenance"]["git_commit"][:12], r["provenance"].get("finished_at", ""), r["split_sha256"][:12]]
-                  for r in res]
+    seeds = [
+        [
+            str(r["seed"]),
+            str(r["n_queries"]),
+            str(r["n_candidates"]),
+            *[_pct(r["metrics"][m]) for m in HEADLINE],
+            f"[{_pct(r['ci95']['success@8'][0])}, {_pct(r['ci95']['success@8'][1])}]",
+        ]
+        for r in res
+    ]
+    provenance = [
+        [
+            str(r["seed"]),
+            r["provenance"]["device"],
+            f"{r['provenance'].get('wall_seconds') or 0:.1f}",
+            r["provenance"]["git_commit"][:12],
+            r["provenance"].get("finished_at", ""),
+            r["split_sha256"][:12],
+        ]
+        for r in res
+    ]
     genres = sorted({g for r in res for g in r["per_genre"]})
     per_genre = []
     for g in genres:
         got = [r["per_genre"][g] for r in res if g in r["per_genre"]]
         n = sum(x["n_queries"] for x in got)
-        per_genre.append([g, str(n), *[_pct(sum(x[m] * x["n_queries"] for x in got) / n) if n else "" for m in HEADLINE]])
+        per_genre.append(
+            [g, str(n), *[_pct(sum(x[m] * x["n_queries"] for x in got) / n) if n else "" for m in HEADLINE]]
+        )
     packages = first["provenance"].get("packages") or {}
-    body = [f'<nav><a href="../../index.html#c-{escape(slug(collection))}">← leaderboard</a></nav>',
-            f"<h1>{escape(name)}</h1>", f'<p class="note">{escape(collection)}, {len(res)} seed(s)</p>',
-            "<h2>Model card</h2>", _dl(card),
-            "<h3>Configuration</h3>", _dl(config),
-            "<h2>Per seed</h2>",
-            _table(["seed", "queries", "candidates", *[f"{METRIC_NAMES[m]} (%)" for m in HEADLINE],
-                    "Success@8 95% CI (%)"], seeds),
-            "<h2>Per query genre</h2>",
-            '<p class="note">Pooled over the seeds\' queries (weighted by query count), in percent.</p>',
-            _table(["query genre", "queries (all seeds)", *[f"{METRIC_NAMES[m]} (%)" for m in HEADLINE]], per_genre),
-            "<h2>Provenance</h2>",
-            _table(["seed", "device", "rank seconds", "commit", "finished", "split sha256"], provenance, numeric_from=9),
-            _dl([(k, v) for k, v in sorted(packages.items())])]
+    body = [
+        f'<nav><a href="../../index.html#c-{escape(slug(collection))}">← leaderboard</a></nav>',
+        f"<h1>{escape(name)}</h1>",
+        f'<p class="note">{escape(collection)}, {len(res)} seed(s)</p>',
+        "<h2>Model card</h2>",
+        _dl(card),
+        "<h3>Configuration</h3>",
+        _dl(config),
+        "<h2>Per seed</h2>",
+        _table(
+            ["seed", "queries", "candidates", *[f"{METRIC_NAMES[m]} (%)" for m in HEADLINE], "Success@8 95% CI (%)"],
+            seeds,
+        ),
+        "<h2>Per query genre</h2>",
+        '<p class="note">Pooled over the seeds\' queries (weighted by query count), in percent.</p>',
+        _table(["query genre", "queries (all seeds)", *[f"{METRIC_NAMES[m]} (%)" for m in HEADLINE]], per_genre),
+        "<h2>Provenance</h2>",
+        _table(["seed", "device", "rank seconds", "commit", "finished", "split sha256"], provenance, numeric_from=9),
+        _dl([(k, v) for k, v in sorted(packages.items())]),
+    ]
     return page(f"{name} on {collection}", "\n".join(body))
 
 
@@ -288,10 +366,15 @@ def check_site_folder(out_dir: Path) -> None:
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise HarnessError(f"{out_dir}: not a folder")
-    if out_dir.is_dir() and not (out_dir / MARKER).is_file() and any(
-            not p.name.startswith(".") for p in out_dir.iterdir()):
-        raise HarnessError(f"{out_dir}: the folder holds files that are not a site written here; refusing to write "
-                           "the site into it (name a new or empty folder)")
+    if (
+        out_dir.is_dir()
+        and not (out_dir / MARKER).is_file()
+        and any(not p.name.startswith(".") for p in out_dir.iterdir())
+    ):
+        raise HarnessError(
+            f"{out_dir}: the folder holds files that are not a site written here; refusing to write "
+            "the site into it (name a new or empty folder)"
+        )
 
 
 def write_site(out_dir: Path, files: dict[str, str]) -> Path:
@@ -301,6 +384,7 @@ def write_site(out_dir: Path, files: dict[str, str]) -> Path:
     from harness.output_set import write_output_set
 
     check_site_folder(out_dir)
-    write_output_set(Path(out_dir), {**files, MARKER: "written by aa-harness leaderboard --html\n"},
-                     replace_folders=(RUN_PAGES,))
+    write_output_set(
+        Path(out_dir), {**files, MARKER: "written by aa-harness leaderboard --html\n"}, replace_folders=(RUN_PAGES,)
+    )
     return Path(out_dir)

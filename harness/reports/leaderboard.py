@@ -4,6 +4,7 @@ Markdown, plus the Success@k and training-loss figures (PNG).
 Never edit the output by hand; `aa-harness leaderboard` rewrites it, and a test fails when
 the committed tables differ from what the committed runs give.
 """
+
 from __future__ import annotations
 
 import logging
@@ -90,12 +91,36 @@ def provenance_table(runs) -> str:
         devices = sorted({r["provenance"]["device"] for r in res})
         wall = sum(r["provenance"].get("wall_seconds") or 0 for r in res)
         commits = sorted({_short_commit(r["provenance"]["git_commit"]) for r in res})
-        rows.append([c, name, res[0]["system"], " ".join(str(r["seed"]) for r in res), res[0]["n_candidates"],
-                     sum(r["n_queries"] for r in res), "; ".join(devices), f"{wall:.1f}", " ".join(commits),
-                     "; ".join(sorted({plugin_version(r) for r in res})) or "–"])
-    return markdown_table(rows, headers=["collection", "run", "system", "seeds", "candidates (first seed)",
-                                         "queries (all seeds)", "device", "rank seconds (all seeds)", "commit", "plugin"],
-                          disable_numparse=True)
+        rows.append(
+            [
+                c,
+                name,
+                res[0]["system"],
+                " ".join(str(r["seed"]) for r in res),
+                res[0]["n_candidates"],
+                sum(r["n_queries"] for r in res),
+                "; ".join(devices),
+                f"{wall:.1f}",
+                " ".join(commits),
+                "; ".join(sorted({plugin_version(r) for r in res})) or "–",
+            ]
+        )
+    return markdown_table(
+        rows,
+        headers=[
+            "collection",
+            "run",
+            "system",
+            "seeds",
+            "candidates (first seed)",
+            "queries (all seeds)",
+            "device",
+            "rank seconds (all seeds)",
+            "commit",
+            "plugin",
+        ],
+        disable_numparse=True,
+    )
 
 
 def genre_tables(runs) -> str:
@@ -111,14 +136,20 @@ def genre_tables(runs) -> str:
             row = [g]
             n_q = 0
             for n in names:
-                hits = [(r["per_genre"][g]["success@8"], r["per_genre"][g]["n_queries"]) for r in runs[(c, n)] if g in r["per_genre"]]
+                hits = [
+                    (r["per_genre"][g]["success@8"], r["per_genre"][g]["n_queries"])
+                    for r in runs[(c, n)]
+                    if g in r["per_genre"]
+                ]
                 total = sum(k for _, k in hits)
                 n_q = max(n_q, total)
                 row.append(f"{100 * sum(v * k for v, k in hits) / total:.1f}" if total else "")
             rows.append([row[0], n_q, *row[1:]])
-        parts.append(f"## {c}: Success@8 by query genre\n\n"
-                     + markdown_table(rows, headers=["query genre", "queries (all seeds)", *names],
-                                      disable_numparse=True) + "\n")
+        parts.append(
+            f"## {c}: Success@8 by query genre\n\n"
+            + markdown_table(rows, headers=["query genre", "queries (all seeds)", *names], disable_numparse=True)
+            + "\n"
+        )
     return "\n".join(parts)
 
 
@@ -148,15 +179,19 @@ def rerank_tables(runs, describe_run=None, marks: dict | None = None) -> str:
             cfg = res[0]["config"]
             text = (describe_run(res[0]["system"], cfg) if describe_run else "") or name
             share = f"{100 * cfg['author_fraction']:.0f}%" if "author_fraction" in cfg else ""
-            rows.append([f"{text}  ({name})", share] + [_cell([r["metrics"][m] for r in res], n_seeds[c]) for m in HEADLINE])
-        parts.append(f"## {c}: reranking the top 100 of {first}\n\n" + markdown_table(
-            rows, headers=["negatives (run)", "training authors used", "S@8", "S@100", "MRR@20"],
-            disable_numparse=True) + "\n")
+            rows.append(
+                [f"{text}  ({name})", share] + [_cell([r["metrics"][m] for r in res], n_seeds[c]) for m in HEADLINE]
+            )
+        parts.append(
+            f"## {c}: reranking the top 100 of {first}\n\n"
+            + markdown_table(
+                rows,
+                headers=["negatives (run)", "training authors used", "S@8", "S@100", "MRR@20"],
+                disable_numparse=True,
+            )
+            + "\n"
+        )
     return "\n".join(parts) if parts else "(no reranker runs yet)\n"
-
-
-
-
 
 
 class PluginReports(NamedTuple):
@@ -177,8 +212,12 @@ def plugin_reports() -> PluginReports:
             try:
                 describers[name] = load_object(s.describe_run)
             except Exception as e:  # noqa: BLE001 - a plugin's broken describer loses its labels, not the pages
-                _log.warning("system %r: its describe_run %r cannot be loaded (%s); its rows keep their names",
-                             name, s.describe_run, e)
+                _log.warning(
+                    "system %r: its describe_run %r cannot be loaded (%s); its rows keep their names",
+                    name,
+                    s.describe_run,
+                    e,
+                )
     failed: set[str] = set()
 
     def describe_run(system: str, config: dict) -> str:
@@ -189,8 +228,9 @@ def plugin_reports() -> PluginReports:
             label = fn(config)
         except Exception as e:  # noqa: BLE001 - as above: one row's label is lost, with one warning
             failed.add(system)
-            _log.warning("system %r: describe_run failed (%s: %s); its rows keep their names", system,
-                         type(e).__name__, e)
+            _log.warning(
+                "system %r: describe_run failed (%s: %s); its rows keep their names", system, type(e).__name__, e
+            )
             return ""
         return label if isinstance(label, str) else ""
 
@@ -199,39 +239,57 @@ def plugin_reports() -> PluginReports:
 
 # ---- pages: each a function of the board returning its Markdown -------------------------------------------
 
+
 def plot_files(board: Board) -> dict[str, list[str]]:
     """collection -> the Success@k figures its page links, whether or not this command draws them
     (--no-plots), so a page does not depend on the flag."""
     from harness.reports.plots import split_series
 
-    return {c: [f"success-at-k-{c}.png"] + ([f"success-at-k-{c}-more.png"] if split_series(board.runs, c)[1] else [])
-            for c in board.collections}
+    return {
+        c: [f"success-at-k-{c}.png"] + ([f"success-at-k-{c}-more.png"] if split_series(board.runs, c)[1] else [])
+        for c in board.collections
+    }
 
 
 def main_page(board: Board) -> str:
     figures = plot_files(board)
-    plot_lines = "\n".join(f"![Success@k on {c}{' (more runs)' if f.endswith('-more.png') else ''}]({f})"
-                           for c in figures for f in figures[c]) or "(no runs)"
-    links = [("Per-genre tables", "per-genre.md"), ("Training runs", "training.md"),
-             ("Reranking (Table 2 layout)", "rerank.md"), ("Figures the paper reports", "reported.md"),
-             ("Throughput", "performance.md")]
+    plot_lines = (
+        "\n".join(
+            f"![Success@k on {c}{' (more runs)' if f.endswith('-more.png') else ''}]({f})"
+            for c in figures
+            for f in figures[c]
+        )
+        or "(no runs)"
+    )
+    links = [
+        ("Per-genre tables", "per-genre.md"),
+        ("Training runs", "training.md"),
+        ("Reranking (Table 2 layout)", "rerank.md"),
+        ("Figures the paper reports", "reported.md"),
+        ("Throughput", "performance.md"),
+    ]
     pages = {page.name for page in PAGES if page.wanted(board)}
     link_text = " ".join(f"{title}: [{page}]({page})." for title, page in links if page in pages)
     if board.collections:
-        link_text += (" Per collection, with paired-significance marks: "
-                      + ", ".join(f"[{c}](collections/{c}.md)" for c in board.collections) + ".")
+        link_text += (
+            " Per collection, with paired-significance marks: "
+            + ", ".join(f"[{c}](collections/{c}.md)" for c in board.collections)
+            + "."
+        )
     marks = board.marks
     runs = {k: v for k, v in board.runs.items() if k[0] not in board.synthetic}
     synthetic = {k: v for k, v in board.runs.items() if k[0] in board.synthetic}
-    return (f"{board.head}# Leaderboard\n\nSuccess@8, Success@100 and MRR@20 in percent, mean ± sample sd over the "
-            f"split seeds (0, 1001, 2001, 3001); `(n=…)` marks a run with fewer seeds. "
-            f"{link_text}\n\n"
-            f"{main_table(runs, marks) if runs else ('' if synthetic else '(no runs yet)')}\n"
-            f"{synthetic_section(synthetic, marks)}"
-            f"{footnotes(f for m in marks.values() for f in m)}\n## Runs\n\n"
-            f"{provenance_table(board.runs) if board.runs else ''}\n\n"
-            f"## Success@k, k = 1…100\n\n{plot_lines}\n{identity_section(board, board.order)}"
-            f"{stale_section(board)}")
+    return (
+        f"{board.head}# Leaderboard\n\nSuccess@8, Success@100 and MRR@20 in percent, mean ± sample sd over the "
+        f"split seeds (0, 1001, 2001, 3001); `(n=…)` marks a run with fewer seeds. "
+        f"{link_text}\n\n"
+        f"{main_table(runs, marks) if runs else ('' if synthetic else '(no runs yet)')}\n"
+        f"{synthetic_section(synthetic, marks)}"
+        f"{footnotes(f for m in marks.values() for f in m)}\n## Runs\n\n"
+        f"{provenance_table(board.runs) if board.runs else ''}\n\n"
+        f"## Success@k, k = 1…100\n\n{plot_lines}\n{identity_section(board, board.order)}"
+        f"{stale_section(board)}"
+    )
 
 
 def synthetic_section(runs, marks: dict) -> str:
@@ -239,9 +297,11 @@ def synthetic_section(runs, marks: dict) -> str:
     if not runs:
         return ""
     names = ", ".join(sorted({c for c, _ in runs}))
-    return (f"\n## Synthetic collections (not benchmarks)\n\n{names}: generated by code so that the harness runs "
-            "with no download; a score here checks the machinery, and says nothing about authorship attribution "
-            f"on real text.\n\n{main_table(runs, marks)}\n")
+    return (
+        f"\n## Synthetic collections (not benchmarks)\n\n{names}: generated by code so that the harness runs "
+        "with no download; a score here checks the machinery, and says nothing about authorship attribution "
+        f"on real text.\n\n{main_table(runs, marks)}\n"
+    )
 
 
 def stale_section(board: Board, collection: str | None = None) -> str:
@@ -276,12 +336,17 @@ def training_page(board: Board) -> str:
     logs = board.logs
     marks = log_marks(logs, list(board.fixes))
     notes = footnotes(f for m in marks.values() for f in m)
-    body = (training_table(logs, marks) + ("\n" + notes.rstrip("\n") if notes else "") + card_lines(logs)
-            if logs else "(no training logs)")
+    body = (
+        training_table(logs, marks) + ("\n" + notes.rstrip("\n") if notes else "") + card_lines(logs)
+        if logs
+        else "(no training logs)"
+    )
     figure = "\n\n![training loss](training-loss.png)" if logs else ""
-    return (f"{board.head}# Training runs\n\nFrom `leaderboards/training/<run>.train_log.json` (written by "
-            "`aa-harness train`). Train seconds sum the epochs' wall time (the hard-negative clustering included); "
-            f"docs/s counts both documents of every author pair.\n\n{body}{figure}\n")
+    return (
+        f"{board.head}# Training runs\n\nFrom `leaderboards/training/<run>.train_log.json` (written by "
+        "`aa-harness train`). Train seconds sum the epochs' wall time (the hard-negative clustering included); "
+        f"docs/s counts both documents of every author pair.\n\n{body}{figure}\n"
+    )
 
 
 def rerank_page(board: Board) -> str:
@@ -289,16 +354,19 @@ def rerank_page(board: Board) -> str:
     plugins = plugin_reports()
     rerankers = sorted({res[0]["system"] for res in runs.values() if res[0]["config"].get("first_stage")})
     notes = "".join(plugins.notes[s] + " " for s in rerankers if s in plugins.notes)
-    rerank_marks = {n: m for n, m in board.marks.items()
-                    if any(r[0]["config"].get("first_stage") == n for r in runs.values())}
+    rerank_marks = {
+        n: m for n, m in board.marks.items() if any(r[0]["config"].get("first_stage") == n for r in runs.values())
+    }
     from harness.reports.run_identity import reranker_backbones
 
     shown = [n for n in board.order if runs_named(runs, n, rerank=True)]
-    return (f"{board.head}# Reranking (the layout of the paper's Table 2)\n\nEach reranker rescored "
-            "the first stage's saved top 100 per query. Success@100 is the first stage's by construction "
-            f"(the same 100 candidates, reordered); it is shown, not re-estimated. {reranker_backbones(runs)}"
-            f"{notes}Mean ± sd over seeds, in percent.\n\n{rerank_tables(runs, plugins.describe_run, rerank_marks)}"
-            f"{footnotes(f for m in rerank_marks.values() for f in m)}{identity_section(board, shown)}")
+    return (
+        f"{board.head}# Reranking (the layout of the paper's Table 2)\n\nEach reranker rescored "
+        "the first stage's saved top 100 per query. Success@100 is the first stage's by construction "
+        f"(the same 100 candidates, reordered); it is shown, not re-estimated. {reranker_backbones(runs)}"
+        f"{notes}Mean ± sd over seeds, in percent.\n\n{rerank_tables(runs, plugins.describe_run, rerank_marks)}"
+        f"{footnotes(f for m in rerank_marks.values() for f in m)}{identity_section(board, shown)}"
+    )
 
 
 def runs_named(runs, name: str, *, rerank: bool) -> bool:
@@ -337,11 +405,19 @@ def collection_pages(board: Board) -> dict[str, str]:
     """`collections/<c>.md` per collection: every run with its paired-significance marks."""
     from harness.reports.collection_page import collection_page
 
-    return {f"collections/{c}.md": collection_page(c, board.runs, board.order, board.manifests_for(c), board.head,
-                                                    compare=board.compare,
-                                                    all_view_dir=board.manifests_for(f"{c}-all"))
-            + stale_section(board, c)
-            for c in board.collections}
+    return {
+        f"collections/{c}.md": collection_page(
+            c,
+            board.runs,
+            board.order,
+            board.manifests_for(c),
+            board.head,
+            compare=board.compare,
+            all_view_dir=board.manifests_for(f"{c}-all"),
+        )
+        + stale_section(board, c)
+        for c in board.collections
+    }
 
 
 def render_pages(board: Board) -> dict[str, str]:
@@ -381,13 +457,28 @@ def write_pages(contents: dict[str, str | bytes], out_dir: Path) -> list[Path]:
     return write_output_set(out_dir, contents)  # swapped in as one set
 
 
-def write_leaderboards(runs_dir: Path, out_dir: Path, *, plots: bool = True, bench_dir: Path | None = None,
-                       splits_dir: Path | None = None, allow_empty: bool = False, reported: bool = False,
-                       record: Path | None = None) -> list[Path]:
+def write_leaderboards(
+    runs_dir: Path,
+    out_dir: Path,
+    *,
+    plots: bool = True,
+    bench_dir: Path | None = None,
+    splits_dir: Path | None = None,
+    allow_empty: bool = False,
+    reported: bool = False,
+    record: Path | None = None,
+) -> list[Path]:
     """Load the board, build every page (and plot) in memory, then write them all; on any error nothing
     is written. Returns the paths written. See load_board for the arguments."""
-    board = load_board(runs_dir, splits_dir=splits_dir, bench_dir=bench_dir, allow_empty=allow_empty, plots=plots,
-                       reported=reported, record=record)
+    board = load_board(
+        runs_dir,
+        splits_dir=splits_dir,
+        bench_dir=bench_dir,
+        allow_empty=allow_empty,
+        plots=plots,
+        reported=reported,
+        record=record,
+    )
     return write_pages(leaderboard_files(board), out_dir)
 
 

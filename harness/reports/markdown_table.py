@@ -7,6 +7,7 @@ So every text cell and header is escaped: `\\` and `|` with a backslash, `&`, `<
 entities, line breaks as spaces. Text the harness formats as Markdown itself (a p-value written
 `p<0.001`) is wrapped in `Markdown` and placed as it is; numbers are left to tabulate.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -31,5 +32,6 @@ def markdown_table(rows: Iterable[Sequence[Any]], headers: Sequence[Any], **opti
     from tabulate import tabulate
 
     options.setdefault("tablefmt", "github")
-    return tabulate([[escape_cell(v) for v in row] for row in rows], headers=[escape_cell(h) for h in headers],
-                    **options)
+    return tabulate(
+        [[escape_cell(v) for v in row] for row in rows], headers=[escape_cell(h) for h in headers], **options
+    )

@@ -5,6 +5,7 @@ the best row and against BM25, on Success@8. The family is the distinct pairs of
 (the best row against BM25 appears on both rows but is one test), and each test carries, beside its
 raw p, its Holm-adjusted p over that family (harness.evaluation.multiplicity).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -37,8 +38,10 @@ class PageTests:
         return sum(p < ALPHA for p in self.adjusted.values())
 
     def summary(self) -> str:
-        return (f"Distinct Success@8 tests in this table: {self.n}; with p < {ALPHA}: {self.raw_below}; still below "
-                f"{ALPHA} after Holm's adjustment over the {self.n} (family-wise error rate {ALPHA}): {self.holm_below}.")
+        return (
+            f"Distinct Success@8 tests in this table: {self.n}; with p < {ALPHA}: {self.raw_below}; still below "
+            f"{ALPHA} after Holm's adjustment over the {self.n} (family-wise error rate {ALPHA}): {self.holm_below}."
+        )
 
 
 def pairs_shown(names: Sequence[str], best: str, base: str | None) -> list[tuple[str, str]]:
@@ -54,8 +57,9 @@ def pairs_shown(names: Sequence[str], best: str, base: str | None) -> list[tuple
     return pairs
 
 
-def page_tests(names: Sequence[str], best: str, base: str | None,
-               compare: Callable[[str, str], PairedResult]) -> PageTests:
+def page_tests(
+    names: Sequence[str], best: str, base: str | None, compare: Callable[[str, str], PairedResult]
+) -> PageTests:
     """compare(a, b) -> the Success@8 PairedResult of a - b."""
     pairs = pairs_shown(names, best, base)
     raw = {frozenset(pair): compare(*pair).p_value for pair in pairs}

@@ -3,6 +3,7 @@
 Every figure comes from a file written by `aa-harness bench` (or a script in benchmarks/)
 with its card, versions and commit; naive baselines were measured in the same process.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -50,15 +51,33 @@ def _agreement(a: dict | None, key: str) -> str:
 def _path_rows(r: dict, unit: str, key: str) -> list[list]:
     res = r["results"]
     naive = res["naive"]
-    rows = [[r["name"], "naive (HF, batch 32, arrival order)", "—", f"{naive[unit]:,.1f}", f"{naive['tflops']:.0f}", "1.00",
-             "reference"]]
+    rows = [
+        [
+            r["name"],
+            "naive (HF, batch 32, arrival order)",
+            "—",
+            f"{naive[unit]:,.1f}",
+            f"{naive['tflops']:.0f}",
+            "1.00",
+            "reference",
+        ]
+    ]
     entries = [(res["harness"], True)] + [(v, False) for v in res.get("variants", [])]
     for e, default in entries:
         label = e["path"]
         speedup = e.get("speedup", res.get("speedup"))
         agreement = e.get("agreement", res.get("agreement") if default else None)
-        rows.append([r["name"], label, f"{e['max_tokens']:,}", f"{e[unit]:,.1f}", f"{e['tflops']:.0f}", f"{speedup:.2f}",
-                     _agreement(agreement, key)])
+        rows.append(
+            [
+                r["name"],
+                label,
+                f"{e['max_tokens']:,}",
+                f"{e[unit]:,.1f}",
+                f"{e['tflops']:.0f}",
+                f"{speedup:.2f}",
+                _agreement(agreement, key),
+            ]
+        )
     return rows
 
 
@@ -68,44 +87,103 @@ def _paths_table(records: list[dict], unit: str, key: str, headers: list[str]) -
 
 
 def encode_table(records: list[dict]) -> str:
-    return _paths_table(records, "tokens_per_s", "encode",
-                        ["tokens/s", "TFLOP/s", "× naive", "rel. error median / max; neighbours"])
+    return _paths_table(
+        records, "tokens_per_s", "encode", ["tokens/s", "TFLOP/s", "× naive", "rel. error median / max; neighbours"]
+    )
 
 
 def rerank_table(records: list[dict]) -> str:
-    return _paths_table(records, "pairs_per_s", "rerank", ["pairs/s", "TFLOP/s", "× naive", "score diff / sd; rank agreement"])
+    return _paths_table(
+        records, "pairs_per_s", "rerank", ["pairs/s", "TFLOP/s", "× naive", "score diff / sd; rank agreement"]
+    )
 
 
 def sharded_table(records: list[dict]) -> str:
-    rows = [[r["args"]["arch"], r["results"]["gpus"], f"{r['results']['one_gpu']['tokens_per_s']:,.0f}",
-             f"{r['results']['sharded']['tokens_per_s']:,.0f}", f"{r['results']['scaling']:.2f}",
-             f"{r['results']['sharded_vs_one_rel_error_max']:.1e}", _source(r)] for r in records]
-    return markdown_table(rows, headers=["shape", "GPUs", "1 GPU tokens/s", "sharded tokens/s", "scaling",
-                                         "max rel. diff", "card, commit, date"], disable_numparse=True)
+    rows = [
+        [
+            r["args"]["arch"],
+            r["results"]["gpus"],
+            f"{r['results']['one_gpu']['tokens_per_s']:,.0f}",
+            f"{r['results']['sharded']['tokens_per_s']:,.0f}",
+            f"{r['results']['scaling']:.2f}",
+            f"{r['results']['sharded_vs_one_rel_error_max']:.1e}",
+            _source(r),
+        ]
+        for r in records
+    ]
+    return markdown_table(
+        rows,
+        headers=[
+            "shape",
+            "GPUs",
+            "1 GPU tokens/s",
+            "sharded tokens/s",
+            "scaling",
+            "max rel. diff",
+            "card, commit, date",
+        ],
+        disable_numparse=True,
+    )
 
 
 def search_table(records: list[dict]) -> str:
     rows = []
     for r in records:
         for row in r["results"]:
-            exact = [f"{row['candidates']:,}", row["dim"], f"{r.get('device_name', '?')}", f"{row['exact_queries_per_s']:,.0f}"]
+            exact = [
+                f"{row['candidates']:,}",
+                row["dim"],
+                f"{r.get('device_name', '?')}",
+                f"{row['exact_queries_per_s']:,.0f}",
+            ]
             if "sweep" not in row:
                 rows.append(exact + ["—"] * 5)
                 continue
             for point in row["sweep"]:
-                rows.append(exact + [row["index"], f"{row['bytes_per_vector']} B", f"{row['build_seconds']:.0f}",
-                                     f"{point['nprobe']}: {point['queries_per_s']:,.0f}",
-                                     f"{point['recall_at_' + str(row['k'])]:.3f}"])
-    return markdown_table(rows, headers=["candidates", "dim", "device", "exact top-100: queries/s", "compressed index",
-                                         "code size", "build, s", "nprobe: queries/s", "recall@100"],
-                          disable_numparse=True)
+                rows.append(
+                    exact
+                    + [
+                        row["index"],
+                        f"{row['bytes_per_vector']} B",
+                        f"{row['build_seconds']:.0f}",
+                        f"{point['nprobe']}: {point['queries_per_s']:,.0f}",
+                        f"{point['recall_at_' + str(row['k'])]:.3f}",
+                    ]
+                )
+    return markdown_table(
+        rows,
+        headers=[
+            "candidates",
+            "dim",
+            "device",
+            "exact top-100: queries/s",
+            "compressed index",
+            "code size",
+            "build, s",
+            "nprobe: queries/s",
+            "recall@100",
+        ],
+        disable_numparse=True,
+    )
 
 
 def seeds_table(records: list[dict]) -> str:
-    rows = [[r["args"]["system"], r["args"]["collection"], f"{r['results']['one_seed_seconds']:.1f}",
-             f"{r['results']['four_seeds_seconds']:.1f}", f"{r['results']['ratio']:.2f}", _source(r)] for r in records]
-    return markdown_table(rows, headers=["system", "collection", "1 seed, s", "4 seeds, s", "ratio",
-                                         "device, commit, date"], disable_numparse=True)
+    rows = [
+        [
+            r["args"]["system"],
+            r["args"]["collection"],
+            f"{r['results']['one_seed_seconds']:.1f}",
+            f"{r['results']['four_seeds_seconds']:.1f}",
+            f"{r['results']['ratio']:.2f}",
+            _source(r),
+        ]
+        for r in records
+    ]
+    return markdown_table(
+        rows,
+        headers=["system", "collection", "1 seed, s", "4 seeds, s", "ratio", "device, commit, date"],
+        disable_numparse=True,
+    )
 
 
 def _hours(fig: dict) -> str:
@@ -117,8 +195,10 @@ def _first_step_cell(res: dict) -> str:
     if "loss_rel_error" not in check:  # a path failed before its first step
         failed = [p for p in ("naive", "harness") if "error" in res[p]]
         return "not compared" + (f" ({', '.join(failed)}: {res[failed[0]]['error']})" if failed else "")
-    cell = (f"loss {check['loss_rel_error']:.1e}; grad {check['gradients']['rel_error']:.1e} "
-            f"(cos {check['gradients']['cosine']:.4f})")
+    cell = (
+        f"loss {check['loss_rel_error']:.1e}; grad {check['gradients']['rel_error']:.1e} "
+        f"(cos {check['gradients']['cosine']:.4f})"
+    )
     return cell + ("; weights differ" if check.get("same_weights") is False else "")
 
 
@@ -135,29 +215,66 @@ def train_table(records: list[dict]) -> str:
         for path in ("naive", "harness"):
             f = res[path]
             # records before `compiled` was written: compiled on CUDA unless --no-compile
-            compiled = f.get("compiled", path == "harness" and str(r.get("device", "")).startswith("cuda")
-                             and not r["args"].get("no_compile"))
+            compiled = f.get(
+                "compiled",
+                path == "harness" and str(r.get("device", "")).startswith("cuda") and not r["args"].get("no_compile"),
+            )
             label = f"{path} ({f['batch']}{', ckpt' if f['checkpointing'] else ''}{', compiled' if compiled else ''})"
             peak = "—" if f.get("peak_memory_gib") is None else f"{f['peak_memory_gib']:.1f}"
             if "error" in f:
-                rows.append([f"{model}, {r['args']['arch']}", label, "—", "—", "—", peak, "—", "—",
-                             f"{f['error']} in the {f.get('stage', 'run')}"])
+                rows.append(
+                    [
+                        f"{model}, {r['args']['arch']}",
+                        label,
+                        "—",
+                        "—",
+                        "—",
+                        peak,
+                        "—",
+                        "—",
+                        f"{f['error']} in the {f.get('stage', 'run')}",
+                    ]
+                )
                 continue
             # from the measured rate, not the record's share_of_peak (older records divided by the achievable ~790)
             share_of = share_of_dense_peak(f["tflops"], r.get("device_name", ""))
             share = "—" if share_of is None else f"{100 * share_of:.0f}%"
             speedup = "1.00" if path == "naive" else ("—" if res.get("speedup") is None else f"{res['speedup']:.2f}")
             proj = res["projection"].get(path)
-            rows.append([f"{model}, {r['args']['arch']}", label, f"{f['tokens_per_s']:,.0f}",
-                         f"{f[unit + '_per_s']:,.2f} {unit}", f"{f['tflops']:.0f} ({share})", peak, speedup,
-                         _hours(proj) if proj else "—", "reference" if path == "naive" else agree])
+            rows.append(
+                [
+                    f"{model}, {r['args']['arch']}",
+                    label,
+                    f"{f['tokens_per_s']:,.0f}",
+                    f"{f[unit + '_per_s']:,.2f} {unit}",
+                    f"{f['tflops']:.0f} ({share})",
+                    peak,
+                    speedup,
+                    _hours(proj) if proj else "—",
+                    "reference" if path == "naive" else agree,
+                ]
+            )
     rate = f"TFLOP/s (share of {DENSE_BF16_PEAK_TFLOPS:.0f} dense peak)"
-    table = markdown_table(rows, headers=["step", "path", "tokens/s", "per s", rate, "peak GiB", "× naive",
-                                          "epoch h, 1 / 4 / 8 GPUs", "first step vs naive (rel.)"],
-                           disable_numparse=True)
-    share_note = (f"\n\nShares are of the card's dense bf16 peak, {DENSE_BF16_PEAK_TFLOPS:.0f} TFLOP/s on an H100 or "
-                  f"H200 SXM; about {ACHIEVABLE_BF16_TFLOPS:.0f} TFLOP/s ({100 * ACHIEVABLE_BF16_TFLOPS / DENSE_BF16_PEAK_TFLOPS:.0f}% "
-                  "of it) is what large bf16 matmuls sustain in practice.")
+    table = markdown_table(
+        rows,
+        headers=[
+            "step",
+            "path",
+            "tokens/s",
+            "per s",
+            rate,
+            "peak GiB",
+            "× naive",
+            "epoch h, 1 / 4 / 8 GPUs",
+            "first step vs naive (rel.)",
+        ],
+        disable_numparse=True,
+    )
+    share_note = (
+        f"\n\nShares are of the card's dense bf16 peak, {DENSE_BF16_PEAK_TFLOPS:.0f} TFLOP/s on an H100 or "
+        f"H200 SXM; about {ACHIEVABLE_BF16_TFLOPS:.0f} TFLOP/s ({100 * ACHIEVABLE_BF16_TFLOPS / DENSE_BF16_PEAK_TFLOPS:.0f}% "
+        "of it) is what large bf16 matmuls sustain in practice."
+    )
     return table + share_note + _paper_hours(records)
 
 
@@ -167,12 +284,16 @@ def _paper_hours(records: list[dict]) -> str:
     if not paper:
         return ""
     if all(r["benchmark"] == "train-reranker" for r in records):
-        return (f"\n\nEpoch: the paper's {paper['reranker_queries']:,} reranker queries × 13 candidates at the "
-                f"measured rate, linear in GPUs. The paper: {paper['reranker_hours_4xA6000']} h per reranker on "
-                "4 RTX A6000.")
-    return (f"\n\nEpoch: the paper's {paper['retriever_documents']:,} retriever documents of 512 tokens at the "
-            f"measured rate, linear in GPUs. The paper: {paper['retriever_12b_hours_4xA6000']} h for its 12B "
-            "retriever on 4 RTX A6000.")
+        return (
+            f"\n\nEpoch: the paper's {paper['reranker_queries']:,} reranker queries × 13 candidates at the "
+            f"measured rate, linear in GPUs. The paper: {paper['reranker_hours_4xA6000']} h per reranker on "
+            "4 RTX A6000."
+        )
+    return (
+        f"\n\nEpoch: the paper's {paper['retriever_documents']:,} retriever documents of 512 tokens at the "
+        f"measured rate, linear in GPUs. The paper: {paper['retriever_12b_hours_4xA6000']} h for its 12B "
+        "retriever on 4 RTX A6000."
+    )
 
 
 def training_paths_table(records: list[dict]) -> str:
@@ -182,80 +303,177 @@ def training_paths_table(records: list[dict]) -> str:
         res = r["results"]
         for path in ("hf", "fast"):
             f = res[path]
-            rows.append([r["name"], "Hugging Face + PEFT" if path == "hf" else "fast_training", f"{f['seconds']:.1f}",
-                         f"{f['tokens_per_s']:,.0f}", f"{f['docs_per_s']:.1f}",
-                         "1.00" if path == "hf" else f"{res['speedup']:.2f}",
-                         "reference" if path == "hf" else f"{res['max_abs_loss_gap']:.3f} over {res['steps']} steps",
-                         _source(r)])
-    return markdown_table(rows, headers=["training run", "path", "seconds", "tokens/s", "documents (pairs)/s", "× HF",
-                                         "max per-step loss gap", "device, commit, date"], disable_numparse=True)
+            rows.append(
+                [
+                    r["name"],
+                    "Hugging Face + PEFT" if path == "hf" else "fast_training",
+                    f"{f['seconds']:.1f}",
+                    f"{f['tokens_per_s']:,.0f}",
+                    f"{f['docs_per_s']:.1f}",
+                    "1.00" if path == "hf" else f"{res['speedup']:.2f}",
+                    "reference" if path == "hf" else f"{res['max_abs_loss_gap']:.3f} over {res['steps']} steps",
+                    _source(r),
+                ]
+            )
+    return markdown_table(
+        rows,
+        headers=[
+            "training run",
+            "path",
+            "seconds",
+            "tokens/s",
+            "documents (pairs)/s",
+            "× HF",
+            "max per-step loss gap",
+            "device, commit, date",
+        ],
+        disable_numparse=True,
+    )
 
 
 def batching_table(records: list[dict]) -> str:
-    rows = [[f"{row['documents']:,}", f"{row['authors']:,}", f"{row['dim']} → {row['projected_dim']}",
-             f"{row['clusters']:,}", f"{row['batches']:,}", f"{row['seconds']:.1f}",
-             f"{row['kmeans_backend']} on {row['kmeans_device']}", _source(r)] for r in records for row in r["results"]]
-    return markdown_table(rows, headers=["documents", "authors", "dim", "k-means clusters", "batches", "seconds",
-                                         "k-means", "device, commit, date"], disable_numparse=True)
+    rows = [
+        [
+            f"{row['documents']:,}",
+            f"{row['authors']:,}",
+            f"{row['dim']} → {row['projected_dim']}",
+            f"{row['clusters']:,}",
+            f"{row['batches']:,}",
+            f"{row['seconds']:.1f}",
+            f"{row['kmeans_backend']} on {row['kmeans_device']}",
+            _source(r),
+        ]
+        for r in records
+        for row in r["results"]
+    ]
+    return markdown_table(
+        rows,
+        headers=[
+            "documents",
+            "authors",
+            "dim",
+            "k-means clusters",
+            "batches",
+            "seconds",
+            "k-means",
+            "device, commit, date",
+        ],
+        disable_numparse=True,
+    )
 
 
 def char_ngram_seeds_table(records: list[dict]) -> str:
     rows = []
     for r in records:
         f = r["results"]
+
         def both(key, fmt=".1f", f=f):  # wall (CPU seconds of the process, steadier on a shared machine)
-            cpu = key.replace("_seconds", "_cpu_seconds") if key.endswith("_seconds") else key.replace("ratio", "cpu_ratio")
+            cpu = (
+                key.replace("_seconds", "_cpu_seconds")
+                if key.endswith("_seconds")
+                else key.replace("ratio", "cpu_ratio")
+            )
             if key == "four_seed_speedup":
                 cpu = "four_seed_cpu_speedup"
             return f"{f[key]:{fmt}}" + (f" ({f[cpu]:{fmt}})" if cpu in f else "")
 
         for label in ("before", "after"):
-            rows.append([r["args"]["collection"], "TfidfVectorizer fitted per seed" if label == "before" else
-                         "one count matrix per collection (idf per pool)", both(f"{label}_one_seed_seconds"),
-                         both(f"{label}_four_seeds_seconds"), both(f"{label}_ratio", ".2f"),
-                         "1.00" if label == "before" else both("four_seed_speedup", ".2f"),
-                         "reference" if label == "before" else str(f["rankings_identical"]), _source(r)])
-    return markdown_table(rows, headers=["collection", "char-ngram", "1 seed, s wall (CPU)", "4 seeds, s wall (CPU)",
-                                         "4 / 1", "4-seed speed-up", "rankings identical", "device, commit, date"],
-                          disable_numparse=True)
+            rows.append(
+                [
+                    r["args"]["collection"],
+                    "TfidfVectorizer fitted per seed"
+                    if label == "before"
+                    else "one count matrix per collection (idf per pool)",
+                    both(f"{label}_one_seed_seconds"),
+                    both(f"{label}_four_seeds_seconds"),
+                    both(f"{label}_ratio", ".2f"),
+                    "1.00" if label == "before" else both("four_seed_speedup", ".2f"),
+                    "reference" if label == "before" else str(f["rankings_identical"]),
+                    _source(r),
+                ]
+            )
+    return markdown_table(
+        rows,
+        headers=[
+            "collection",
+            "char-ngram",
+            "1 seed, s wall (CPU)",
+            "4 seeds, s wall (CPU)",
+            "4 / 1",
+            "4-seed speed-up",
+            "rankings identical",
+            "device, commit, date",
+        ],
+        disable_numparse=True,
+    )
 
 
 def bm25_table(records: list[dict]) -> str:
-    rows = [[f"{r['candidates']:,} × {r['words']} words", r["queries"], f"{r['harness_seconds']:.1f}",
-             f"{r['rank_bm25_extrapolated_seconds']:,.0f}", f"{r['max_abs_score_difference']:.0e}", r["device"]]
-            for r in records]
-    return markdown_table(rows, headers=["candidates", "queries", "harness, s", "rank-bm25, s (extrapolated)",
-                                         "max score diff", "device"], disable_numparse=True)
+    rows = [
+        [
+            f"{r['candidates']:,} × {r['words']} words",
+            r["queries"],
+            f"{r['harness_seconds']:.1f}",
+            f"{r['rank_bm25_extrapolated_seconds']:,.0f}",
+            f"{r['max_abs_score_difference']:.0e}",
+            r["device"],
+        ]
+        for r in records
+    ]
+    return markdown_table(
+        rows,
+        headers=["candidates", "queries", "harness, s", "rank-bm25, s (extrapolated)", "max score diff", "device"],
+        disable_numparse=True,
+    )
 
 
 def performance_page(folder: Path) -> str:
     data = load(folder)
-    parts = [HEADER, "# Performance\n\nGenerated from `benchmarks/results/*.json`; each file names its card, "
-             "package versions and commit. Speed-ups are against a naive baseline measured in the same process on "
-             "the same card. TFLOP/s counts 2 × non-embedding parameters per token plus causal attention "
-             "(4 × keys × query width per layer), for real tokens only; for reranking, of the work each path must "
-             "do (concatenated pairs for naive, query once plus candidates for prefix reuse). Random weights "
-             "(`--random-weights`), token ids drawn uniformly, lengths 150–512 (queries 300–512), bf16.\n\n"
-             "Paths: `packed` (the harness's default: fused compiled layers, sequences packed without padding, "
-             "varlen flash attention), `padded` (the same layers over length-sorted right-padded rows, mask-free "
-             "causal cuDNN attention), `aa_causal` (the Hugging Face model itself with mask-free causal "
-             "attention). The error columns compare each path's bf16 output with the naive path's.\n"]
-    sections = [("encode", "Encoding (`aa-harness bench encode`)", encode_table),
-                ("rerank", "Reranking, 3 queries × 100 candidates (`aa-harness bench rerank`)", rerank_table),
-                ("encode-sharded", "Encoding sharded over GPUs (`torchrun … bench encode --shard`)", sharded_table),
-                ("search", "Search over synthetic clustered vectors (`aa-harness bench search`)", search_table),
-                ("train-retriever", "Retriever training step, 16 authors × 2 documents (`aa-harness bench train "
-                 "retriever`)", train_table),
-                ("train-reranker", "Reranker training step, 1 query × 13 candidates (`aa-harness bench train "
-                 "reranker`)", train_table),
-                ("training-paths", "fast_training in a real training run, same steps through both paths "
-                 "(`benchmarks/training_paths.py`)", training_paths_table),
-                ("batching", "Hard-negative batching, Algorithm 1 (`aa-harness bench batching`)", batching_table),
-                ("seeds", "Four split seeds against one (`benchmarks/bench_seeds.py`)", seeds_table),
-                ("char-ngram-seeds", ("char-ngram over four seeds, a vectorizer fitted per seed against one count "
-                                      "matrix per collection (`benchmarks/bench_char_ngram_seeds.py`)"),
-                 char_ngram_seeds_table),
-                ("bm25", "BM25 at HRS1 size (`benchmarks/bench_bm25.py`)", bm25_table)]
+    parts = [
+        HEADER,
+        "# Performance\n\nGenerated from `benchmarks/results/*.json`; each file names its card, "
+        "package versions and commit. Speed-ups are against a naive baseline measured in the same process on "
+        "the same card. TFLOP/s counts 2 × non-embedding parameters per token plus causal attention "
+        "(4 × keys × query width per layer), for real tokens only; for reranking, of the work each path must "
+        "do (concatenated pairs for naive, query once plus candidates for prefix reuse). Random weights "
+        "(`--random-weights`), token ids drawn uniformly, lengths 150–512 (queries 300–512), bf16.\n\n"
+        "Paths: `packed` (the harness's default: fused compiled layers, sequences packed without padding, "
+        "varlen flash attention), `padded` (the same layers over length-sorted right-padded rows, mask-free "
+        "causal cuDNN attention), `aa_causal` (the Hugging Face model itself with mask-free causal "
+        "attention). The error columns compare each path's bf16 output with the naive path's.\n",
+    ]
+    sections = [
+        ("encode", "Encoding (`aa-harness bench encode`)", encode_table),
+        ("rerank", "Reranking, 3 queries × 100 candidates (`aa-harness bench rerank`)", rerank_table),
+        ("encode-sharded", "Encoding sharded over GPUs (`torchrun … bench encode --shard`)", sharded_table),
+        ("search", "Search over synthetic clustered vectors (`aa-harness bench search`)", search_table),
+        (
+            "train-retriever",
+            "Retriever training step, 16 authors × 2 documents (`aa-harness bench train retriever`)",
+            train_table,
+        ),
+        (
+            "train-reranker",
+            "Reranker training step, 1 query × 13 candidates (`aa-harness bench train reranker`)",
+            train_table,
+        ),
+        (
+            "training-paths",
+            "fast_training in a real training run, same steps through both paths (`benchmarks/training_paths.py`)",
+            training_paths_table,
+        ),
+        ("batching", "Hard-negative batching, Algorithm 1 (`aa-harness bench batching`)", batching_table),
+        ("seeds", "Four split seeds against one (`benchmarks/bench_seeds.py`)", seeds_table),
+        (
+            "char-ngram-seeds",
+            (
+                "char-ngram over four seeds, a vectorizer fitted per seed against one count "
+                "matrix per collection (`benchmarks/bench_char_ngram_seeds.py`)"
+            ),
+            char_ngram_seeds_table,
+        ),
+        ("bm25", "BM25 at HRS1 size (`benchmarks/bench_bm25.py`)", bm25_table),
+    ]
     for kind, title, table in sections:
         if data.get(kind):
             sources = "; ".join(sorted({_source(r) for r in data[kind]}))

@@ -9,6 +9,7 @@
   to everything drawn);
 - the axis is in percent; each curve carries a 95% bootstrap band over the seeds' pooled queries.
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -30,13 +31,17 @@ MARK_AT = (1, 2, 4, 8, 16, 32, 64, 100)  # markers at these k (log-spaced), not 
 LEGEND_WIDTH_IN = 4.6  # room to the right of each panel for the legend
 
 
-def curve_band(results: list[dict], *, resamples: int = 1000, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def curve_band(
+    results: list[dict], *, resamples: int = 1000, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(mean Success@k over seeds, band low, band high) for k = 1..100, in percent.
 
     The band is a percentile bootstrap over the pooled queries of all seeds.
     """
     mean = 100 * np.mean([r["success_curve"][: len(KS)] for r in results], axis=0)
-    ranks = np.array([np.inf if x is None else x for r in results for x in r["first_needle_rank"].values()], dtype=float)
+    ranks = np.array(
+        [np.inf if x is None else x for r in results for x in r["first_needle_rank"].values()], dtype=float
+    )
     if len(ranks) == 0:
         return mean, mean, mean
     rng = np.random.default_rng(seed)
@@ -44,7 +49,7 @@ def curve_band(results: list[dict], *, resamples: int = 1000, seed: int = 0) -> 
     sample = clipped[rng.integers(0, len(ranks), size=(resamples, len(ranks)))]
     counts = np.zeros((resamples, len(KS) + 2))
     np.add.at(counts, (np.arange(resamples)[:, None], sample), 1)
-    hits = np.cumsum(counts, axis=1)[:, 1:len(KS) + 1] / len(ranks)  # share with first needle rank <= k
+    hits = np.cumsum(counts, axis=1)[:, 1 : len(KS) + 1] / len(ranks)  # share with first needle rank <= k
     lo, hi = np.percentile(100 * hits, [2.5, 97.5], axis=0)
     return mean, lo, hi
 
@@ -75,9 +80,11 @@ def plan_panels(runs: dict, collection: str, cap: int = MAX_SERIES) -> tuple[lis
         best_of.setdefault(_system(runs, collection, n), n)
     leaders = [n for n in ranked if n in best_of.values()][:room]
     main = sorted(base + leaders, key=lambda n: (-_s8(runs, collection, n), n))
-    rest = sorted((n for n in ranked if n not in leaders), key=lambda n: (_system(runs, collection, n),
-                                                                          -_s8(runs, collection, n), n))
-    panels = [base + rest[i:i + room] for i in range(0, len(rest), room)]
+    rest = sorted(
+        (n for n in ranked if n not in leaders),
+        key=lambda n: (_system(runs, collection, n), -_s8(runs, collection, n), n),
+    )
+    panels = [base + rest[i : i + room] for i in range(0, len(rest), room)]
     return main, panels
 
 
@@ -111,8 +118,17 @@ def _draw_panel(ax, runs: dict, collection: str, names: list[str], title: str) -
         colour, marker, line = styles[name]
         mean, lo, hi = curve_band(res)
         ax.fill_between(KS, lo, hi, color=colour, alpha=0.10, linewidth=0)
-        ax.plot(KS, mean, color=colour, marker=marker, markevery=mark, markersize=5.5, linestyle=line, linewidth=1.7,
-                label=f"{name}\nS@8 {100 * _s8(runs, collection, name):.1f}%, {len(res)} seed{'s' * (len(res) != 1)}")
+        ax.plot(
+            KS,
+            mean,
+            color=colour,
+            marker=marker,
+            markevery=mark,
+            markersize=5.5,
+            linestyle=line,
+            linewidth=1.7,
+            label=f"{name}\nS@8 {100 * _s8(runs, collection, name):.1f}%, {len(res)} seed{'s' * (len(res) != 1)}",
+        )
     ax.set_xscale("log")
     ax.set_xlim(1, 100)
     ax.set_xticks(MARK_AT, [str(k) for k in MARK_AT])
@@ -123,8 +139,16 @@ def _draw_panel(ax, runs: dict, collection: str, names: list[str], title: str) -
     ax.set_ylabel("Success@k, mean over seeds")
     ax.grid(True, which="both", alpha=0.3)
     ax.set_title("\n".join(textwrap.wrap(title, 110)), fontsize=11, loc="left")
-    ax.legend(fontsize=8.5, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False,
-              labelspacing=0.7, title="dashed: baselines", title_fontsize=8.5)
+    ax.legend(
+        fontsize=8.5,
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        borderaxespad=0.0,
+        frameon=False,
+        labelspacing=0.7,
+        title="dashed: baselines",
+        title_fontsize=8.5,
+    )
     return {"names": list(names), "styles": [styles[n] for n in names], "title": title}
 
 
@@ -138,8 +162,11 @@ def save_png(fig, path: Path) -> None:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", metadata={"Software": None}, bbox_inches="tight", pad_inches=0.15)
     buffer.seek(0)
-    image = Image.open(buffer).convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT,
-                                                       dither=Image.Dither.NONE)
+    image = (
+        Image.open(buffer)
+        .convert("RGB")
+        .quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    )
     with atomic_open(path, "wb") as f:
         image.save(f, format="PNG", optimize=True)
 
@@ -171,16 +198,21 @@ def plot_collection(runs: dict, collection: str, out_dir: Path, cap: int = MAX_S
     main, panels = plan_panels(runs, collection, cap)
     total = sum(1 for c, _ in runs if c == collection)
     paths = [Path(out_dir) / f"success-at-k-{collection}.png"]
-    head = (f"Success@k on {collection}: the baselines and the best run of each system ({len(main)} of {total} runs)"
-            if panels else f"Success@k on {collection}: all {total} runs")
+    head = (
+        f"Success@k on {collection}: the baselines and the best run of each system ({len(main)} of {total} runs)"
+        if panels
+        else f"Success@k on {collection}: all {total} runs"
+    )
     draw_panels(runs, collection, [(head, main)], paths[0])
     if panels:
         paths.append(Path(out_dir) / f"success-at-k-{collection}-more.png")
         titled = []
         for i, names in enumerate(panels, 1):
             systems = sorted({_system(runs, collection, n) for n in names} - set(BASELINES))
-            title = (f"Success@k on {collection}, other runs ({i} of {len(panels)}): {', '.join(systems)} "
-                     "(baselines repeated)")
+            title = (
+                f"Success@k on {collection}, other runs ({i} of {len(panels)}): {', '.join(systems)} "
+                "(baselines repeated)"
+            )
             titled.append((title, names))
         draw_panels(runs, collection, titled, paths[1])
     return paths

@@ -4,13 +4,22 @@ Source: Agarwal, Barry, Fincke, Miller, "Cross-Genre Authorship Attribution via 
 Retrieve-and-Rerank", arXiv:2510.16819 (2025), transcribed from its tables. These numbers live only on the "reported" page: no result
 table of this harness ever shows them, since they come from restricted data.
 """
+
 from __future__ import annotations
 
 PAPER = "Agarwal et al. 2025, arXiv:2510.16819"
 
 # Percentages, mean over the four split seeds.
-TABLE1_COLUMNS = ("framework", "model / params", "HRS1 S@8", "HRS1 S@100", "HRS1 MRR@20",
-                  "HRS2 S@8", "HRS2 S@100", "HRS2 MRR@20")
+TABLE1_COLUMNS = (
+    "framework",
+    "model / params",
+    "HRS1 S@8",
+    "HRS1 S@100",
+    "HRS1 MRR@20",
+    "HRS2 S@8",
+    "HRS2 S@100",
+    "HRS2 MRR@20",
+)
 TABLE1 = [
     ("BM25", "—", 0.0, 0.0, 0.0, 0.0, 5.7, 0.0),
     ("SBERT", "all-mpnet-base-v2 / 0.1B", 0.2, 3.1, 0.3, 0.7, 3.4, 0.2),
@@ -36,14 +45,31 @@ TABLE2 = [
     ("n(r) + n(d_q) + n(d_q+)", 48.3, 31.1, 68.4, 53.1),
 ]
 
-TEST_SETS_COLUMNS = ("collection", "foreground docs / authors", "background docs / authors", "genres",
-                     "queries / candidates per seed (0, 1001, 2001, 3001)", "median length")
+TEST_SETS_COLUMNS = (
+    "collection",
+    "foreground docs / authors",
+    "background docs / authors",
+    "genres",
+    "queries / candidates per seed (0, 1001, 2001, 3001)",
+    "median length",
+)
 TEST_SETS = [
-    ("HRS1", "855 / 114", "37,084 / 16,313",
-     "board-game reviews, citizen journalism, instructions, literature forums, STEM forums",
-     "119/34,370, 112/34,157, 104/33,150, 129/31,139", "about 600 words"),
-    ("HRS2", "631 / 37", "10,842 / 2,581", "pet posts, personal tales, product reviews, obituaries, movie reviews",
-     "72/7,357, 74/7,393, 76/7,464, 75/7,365", "about 200 words"),
+    (
+        "HRS1",
+        "855 / 114",
+        "37,084 / 16,313",
+        "board-game reviews, citizen journalism, instructions, literature forums, STEM forums",
+        "119/34,370, 112/34,157, 104/33,150, 129/31,139",
+        "about 600 words",
+    ),
+    (
+        "HRS2",
+        "631 / 37",
+        "10,842 / 2,581",
+        "pet posts, personal tales, product reviews, obituaries, movie reviews",
+        "72/7,357, 74/7,393, 76/7,464, 75/7,365",
+        "about 200 words",
+    ),
 ]
 
 RECIPES = [
@@ -65,23 +91,55 @@ PAPER_TRAINING_SOURCES = 8  # news, books, Reddit, book reviews, Amazon reviews,
 PAPER_RECIPES: dict[str, dict] = {
     # settings: the system's inference settings and where they come from, when the paper does not state them
     "bm25": {"trained": False, "settings": ("k1", "b")},
-    "sbert": {"trained": False, "backbone": "all-mpnet-base-v2, 0.1B",
-              "backbone_ids": ("sentence-transformers/all-mpnet-base-v2",)},
-    "luar": {"trained": True, "backbone": "RoBERTa-base, 0.1B", "training_sources": PAPER_TRAINING_SOURCES,
-             "recipe_stated": False},
-    "sadiri": {"trained": True, "backbone": "RoBERTa-large, 0.3B", "lr": 1e-5, "epochs": 4, "global_batch": 74 * 4,
-               "grad_accumulation": 1, "author_fraction": 1.0, "training_authors": PAPER_TRAINING_AUTHORS,
-               "training_sources": PAPER_TRAINING_SOURCES, "per_gpu": (74, 4)},
-    "sadiri-v2-retriever": {"trained": True, "backbone": "Qwen3 0.6B–8B or Mistral-Nemo 12B", "similarity": "dot",
-                            "lr": 1e-5, "epochs": 1, "global_batch": 16 * 4, "grad_accumulation": 1,
-                            "author_fraction": 1.0, "training_authors": PAPER_TRAINING_AUTHORS,
-                            "training_sources": PAPER_TRAINING_SOURCES, "per_gpu": (16, 4),
-                            "backbone_variant": "base, dense weights"},
-    "sadiri-v2-reranker": {"trained": True, "backbone": "Mistral-Nemo-Base-2407, 12B", "lr": 1e-4,
-                           "global_batch": 1 * 4, "grad_accumulation": 10, "author_fraction": 0.1,
-                           "training_authors": round(0.1 * PAPER_TRAINING_AUTHORS),
-                           "training_sources": PAPER_TRAINING_SOURCES, "backbone_variant": "base, dense weights",
-                           "first_stage": "the Mistral-Nemo 12B retriever's top 100"},
+    "sbert": {
+        "trained": False,
+        "backbone": "all-mpnet-base-v2, 0.1B",
+        "backbone_ids": ("sentence-transformers/all-mpnet-base-v2",),
+    },
+    "luar": {
+        "trained": True,
+        "backbone": "RoBERTa-base, 0.1B",
+        "training_sources": PAPER_TRAINING_SOURCES,
+        "recipe_stated": False,
+    },
+    "sadiri": {
+        "trained": True,
+        "backbone": "RoBERTa-large, 0.3B",
+        "lr": 1e-5,
+        "epochs": 4,
+        "global_batch": 74 * 4,
+        "grad_accumulation": 1,
+        "author_fraction": 1.0,
+        "training_authors": PAPER_TRAINING_AUTHORS,
+        "training_sources": PAPER_TRAINING_SOURCES,
+        "per_gpu": (74, 4),
+    },
+    "sadiri-v2-retriever": {
+        "trained": True,
+        "backbone": "Qwen3 0.6B–8B or Mistral-Nemo 12B",
+        "similarity": "dot",
+        "lr": 1e-5,
+        "epochs": 1,
+        "global_batch": 16 * 4,
+        "grad_accumulation": 1,
+        "author_fraction": 1.0,
+        "training_authors": PAPER_TRAINING_AUTHORS,
+        "training_sources": PAPER_TRAINING_SOURCES,
+        "per_gpu": (16, 4),
+        "backbone_variant": "base, dense weights",
+    },
+    "sadiri-v2-reranker": {
+        "trained": True,
+        "backbone": "Mistral-Nemo-Base-2407, 12B",
+        "lr": 1e-4,
+        "global_batch": 1 * 4,
+        "grad_accumulation": 10,
+        "author_fraction": 0.1,
+        "training_authors": round(0.1 * PAPER_TRAINING_AUTHORS),
+        "training_sources": PAPER_TRAINING_SOURCES,
+        "backbone_variant": "base, dense weights",
+        "first_stage": "the Mistral-Nemo 12B retriever's top 100",
+    },
 }
 
 
@@ -90,16 +148,17 @@ def render_reported(header: str) -> str:
     from harness.reports.markdown_table import markdown_table
 
     def table(columns, rows):
-        return markdown_table([list(r) for r in rows], headers=list(columns), floatfmt=".1f",
-                              disable_numparse=True)
+        return markdown_table([list(r) for r in rows], headers=list(columns), floatfmt=".1f", disable_numparse=True)
 
     recipes = "\n".join(f"- {r}" for r in RECIPES)
-    return (f"{header}# Figures reported by the paper (not reproduced here)\n\n"
-            f"From {PAPER}, on the restricted HIATUS data; percentages, mean over the four split seeds. "
-            "Listed for reference only: no table of this harness's own results shows them.\n\n"
-            f"## Table 1: retrievers\n\n{table(TABLE1_COLUMNS, TABLE1)}\n\n"
-            "## Table 2: reranker (Mistral-Nemo-Base-2407 + LoRA) on the 12B retriever's top 100\n\n"
-            "Success@100 is the retriever's (reranking the top 100 cannot change it).\n\n"
-            f"{table(TABLE2_COLUMNS, TABLE2)}\n\n"
-            f"## Test collections\n\n{table(TEST_SETS_COLUMNS, TEST_SETS)}\n\n"
-            f"## Training data and recipes\n\n{recipes}\n")
+    return (
+        f"{header}# Figures reported by the paper (not reproduced here)\n\n"
+        f"From {PAPER}, on the restricted HIATUS data; percentages, mean over the four split seeds. "
+        "Listed for reference only: no table of this harness's own results shows them.\n\n"
+        f"## Table 1: retrievers\n\n{table(TABLE1_COLUMNS, TABLE1)}\n\n"
+        "## Table 2: reranker (Mistral-Nemo-Base-2407 + LoRA) on the 12B retriever's top 100\n\n"
+        "Success@100 is the retriever's (reranking the top 100 cannot change it).\n\n"
+        f"{table(TABLE2_COLUMNS, TABLE2)}\n\n"
+        f"## Test collections\n\n{table(TEST_SETS_COLUMNS, TEST_SETS)}\n\n"
+        f"## Training data and recipes\n\n{recipes}\n"
+    )

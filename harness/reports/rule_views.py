@@ -31,13 +31,9 @@ class Views:
     collection: str
     threshold: float
     seeds: tuple[int, ...]
-    cosine: dict[
-        tuple[int, str], float
-    ]  # (seed, query) of the -all view -> largest needle cosine
+    cosine: dict[tuple[int, str], float]  # (seed, query) of the -all view -> largest needle cosine
     kept: frozenset  # (seed, query) the rule keeps
-    authors: dict[
-        tuple[int, str], tuple[str, ...]
-    ]  # (seed, query) of the -all view -> its authors
+    authors: dict[tuple[int, str], tuple[str, ...]]  # (seed, query) of the -all view -> its authors
 
 
 def _manifest(folder: Path | None, collection: str, seed: int) -> Split:
@@ -46,9 +42,7 @@ def _manifest(folder: Path | None, collection: str, seed: int) -> Split:
     return read_manifest(manifest_path(folder, collection, seed))
 
 
-def load_views(
-    collection: str, seeds, rule_dir: Path | None, all_dir: Path | None
-) -> Views:
+def load_views(collection: str, seeds, rule_dir: Path | None, all_dir: Path | None) -> Views:
     """The two views' manifests, checked: every query the rule keeps is a query of the -all view with a needle
     cosine below the threshold, with the same needles and pool (less the -all view's bots), and every -all query below it is kept."""
     cosine, kept, authors = {}, set(), {}
@@ -72,12 +66,9 @@ def load_views(
         bots = set(cleaning.get("bot_authors", ()))
         ruled = {q.documentID for q in rule.queries if not set(q.authorIDs) & bots}
         same_pool = set(every.candidates) <= set(rule.candidates) and (
-            len(rule.candidates) - len(every.candidates) == cleaning.get("bot_candidates_removed", 0))
-        if (
-            ruled != below
-            or not same_pool
-            or any(tuple(rule.needles[q]) != tuple(every.needles[q]) for q in ruled)
-        ):
+            len(rule.candidates) - len(every.candidates) == cleaning.get("bot_candidates_removed", 0)
+        )
+        if ruled != below or not same_pool or any(tuple(rule.needles[q]) != tuple(every.needles[q]) for q in ruled):
             raise DataError(
                 f"{collection} seed {seed}: the rule's manifest is not the -all manifest's queries below "
                 f"cosine {threshold} on the same pool"
@@ -88,9 +79,7 @@ def load_views(
             authors[key] = tuple(q.authorIDs)
             if q.documentID in ruled:
                 kept.add(key)
-    return Views(
-        collection, threshold, tuple(sorted(seeds)), cosine, frozenset(kept), authors
-    )
+    return Views(collection, threshold, tuple(sorted(seeds)), cosine, frozenset(kept), authors)
 
 
 def _s8(results: list[dict], keys) -> tuple[float, int]:
@@ -109,10 +98,7 @@ def thirds(values: Mapping[tuple[int, str], float]) -> list[tuple[str, list]]:
     ordered = sorted(values, key=lambda k: (values[k], k))
     n = len(ordered)
     cuts = [ordered[: n // 3], ordered[n // 3 : 2 * n // 3], ordered[2 * n // 3 :]]
-    return [
-        (f"{values[part[0]]:.3f}–{values[part[-1]]:.3f}" if part else "—", part)
-        for part in cuts
-    ]
+    return [(f"{values[part[0]]:.3f}–{values[part[-1]]:.3f}" if part else "—", part) for part in cuts]
 
 
 def keeps_and_removes(v: Views) -> str:
@@ -198,9 +184,7 @@ def strata_table(runs: dict, names: list[str], v: Views, *, view: str) -> str:
         if res:
             rows.append([n, *(_pct(_s8(res, part)[0]) for _, part in parts)])
     heads = [f"{label} cosine ({len(part)} queries)" for label, part in parts]
-    return markdown_table(
-        rows, headers=["run", *heads], disable_numparse=True
-    )
+    return markdown_table(rows, headers=["run", *heads], disable_numparse=True)
 
 
 def threshold_table(runs: dict, v: Views, systems=("bm25", "char-ngram")) -> str:
@@ -237,9 +221,7 @@ def rule_views_section(
     all_names = [n for n in names if (collection + ALL_VIEW, n) in runs]
     if not all_names:
         return ""
-    seeds = sorted(
-        {r["seed"] for n in all_names for r in runs[(collection + ALL_VIEW, n)]}
-    )
+    seeds = sorted({r["seed"] for n in all_names for r in runs[(collection + ALL_VIEW, n)]})
     v = load_views(collection, seeds, rule_dir, all_dir)
     return (
         f"## Both views: the dissimilarity rule and all cross-genre queries\n\n"

@@ -69,13 +69,7 @@ def backbone_label(res: dict) -> str:
 
 
 def _size(billions: float) -> str:
-    return (
-        f"{billions:.2f}B"
-        if billions >= 1
-        else f"{1000 * billions:.0f}M"
-        if billions < 0.2
-        else f"{billions:.2f}B"
-    )
+    return f"{billions:.2f}B" if billions >= 1 else f"{1000 * billions:.0f}M" if billions < 0.2 else f"{billions:.2f}B"
 
 
 def parameters(res: dict) -> str:
@@ -89,11 +83,7 @@ def model_card(res: dict) -> dict:
 
 def trained_here(res: dict) -> bool:
     extra = res.get("extra", {})
-    return bool(
-        extra.get("trained")
-        or model_card(res)
-        or res.get("config", {}).get("first_stage")
-    )
+    return bool(extra.get("trained") or model_card(res) or res.get("config", {}).get("first_stage"))
 
 
 def load_before_decontamination(record: Path | None) -> dict[str, str]:
@@ -111,9 +101,7 @@ def load_before_decontamination(record: Path | None) -> dict[str, str]:
     try:
         return {str(k): str(v) for k, v in obj["before_decontamination"].items()}
     except (KeyError, AttributeError, TypeError) as e:
-        raise DataError(
-            f"{path}: not a decontamination record ({type(e).__name__}: {e})"
-        ) from None
+        raise DataError(f"{path}: not a decontamination record ({type(e).__name__}: {e})") from None
 
 
 def training_data(res: dict, before: dict[str, str]) -> str:
@@ -205,8 +193,10 @@ def differs_from_paper(res: dict, sources: dict[str, list[str]] | None = None) -
             gathered = ""
             if paper.get("per_gpu"):
                 per, n = paper["per_gpu"]
-                gathered = (f"; {per} a GPU on {n} GPUs, whether gathered across GPUs not stated in the paper; "
-                            f"here {gpus} GPU{'s' if gpus > 1 else ''}")
+                gathered = (
+                    f"; {per} a GPU on {n} GPUs, whether gathered across GPUs not stated in the paper; "
+                    f"here {gpus} GPU{'s' if gpus > 1 else ''}"
+                )
             out.append(
                 f"global batch {per_step // max(1, accum)} × accumulation {accum} {unit} "
                 f"(paper: {p_batch} × {p_accum}{gathered})"
@@ -260,8 +250,9 @@ def submitted_by(res: dict) -> str:
     return text if len(text) <= 160 else text[:159] + "…"
 
 
-def run_identity(name: str, res: dict, before: dict[str, str], sources: dict[str, list[str]] | None = None
-                 ) -> RunIdentity:
+def run_identity(
+    name: str, res: dict, before: dict[str, str], sources: dict[str, list[str]] | None = None
+) -> RunIdentity:
     if res.get("system") == SUBMITTED:  # no code ran here: the submission says what it is
         return RunIdentity(name, "—", "—", submitted_by(res), "—", "not in the paper")
     if res.get("system") in NO_MODEL:
@@ -280,8 +271,9 @@ def run_identity(name: str, res: dict, before: dict[str, str], sources: dict[str
     )
 
 
-def identity_table(runs: dict, names: list[str], before: dict[str, str],
-                   sources: dict[str, list[str]] | None = None) -> str:
+def identity_table(
+    runs: dict, names: list[str], before: dict[str, str], sources: dict[str, list[str]] | None = None
+) -> str:
     """The "What each run is" table: one row per run name (its first collection's first seed)."""
     from harness.reports.markdown_table import markdown_table
 
@@ -292,9 +284,7 @@ def identity_table(runs: dict, names: list[str], before: dict[str, str],
     for name in names:
         if name in first:
             i = run_identity(name, first[name], before, sources)
-            rows.append(
-                [i.run, i.backbone, i.parameters, i.origin, i.training_data, i.differs]
-            )
+            rows.append([i.run, i.backbone, i.parameters, i.origin, i.training_data, i.differs])
     table = markdown_table(
         rows,
         headers=[
@@ -320,13 +310,7 @@ def identity_table(runs: dict, names: list[str], before: dict[str, str],
 
 def reranker_backbones(runs: dict) -> str:
     """One sentence naming the backbones the reranker runs used, beside the paper's."""
-    ids = sorted(
-        {
-            backbone_label(res[0])
-            for res in runs.values()
-            if res[0].get("config", {}).get("first_stage")
-        }
-    )
+    ids = sorted({backbone_label(res[0]) for res in runs.values() if res[0].get("config", {}).get("first_stage")})
     if not ids:
         return ""
     paper = PAPER_RECIPES["sadiri-v2-reranker"]["backbone"]

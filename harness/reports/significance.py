@@ -5,6 +5,7 @@ unit is the query author across all pooled seeds (authors of one co-authored que
 read from the split manifests; see harness.evaluation.author_clusters for why, and
 harness.evaluation.significance for the tests themselves.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -28,10 +29,12 @@ from harness.evaluation.significance import (
 from harness.evaluation.splits import find_manifest, read_manifest
 
 RESAMPLES = DRAWS
-HOW_P = (f"exact (all 2^k sign assignments) when at most {EXACT_MAX} author clusters have a non-zero summed "
-         f"difference, else {DRAWS:,} random assignments, doubled while p is within {NEAR} of {ALPHA} and its "
-         f"Monte Carlo standard error is above {TARGET_SE} (at most {MAX_DRAWS:,}); a sampled p is shown "
-         "± its Monte Carlo SE")
+HOW_P = (
+    f"exact (all 2^k sign assignments) when at most {EXACT_MAX} author clusters have a non-zero summed "
+    f"difference, else {DRAWS:,} random assignments, doubled while p is within {NEAR} of {ALPHA} and its "
+    f"Monte Carlo standard error is above {TARGET_SE} (at most {MAX_DRAWS:,}); a sampled p is shown "
+    "± its Monte Carlo SE"
+)
 UNIT = "a query author across all pooled seeds is one cluster"
 
 
@@ -39,7 +42,9 @@ def first_ranks_by_key(results: list[dict]) -> dict[tuple[int, str], int | None]
     return {(r["seed"], q): rank for r in results for q, rank in r["first_needle_rank"].items()}
 
 
-def query_author_clusters(collection: str, seeds, splits_dir: Path | Sequence[Path] | None) -> dict[tuple[int, str], str]:
+def query_author_clusters(
+    collection: str, seeds, splits_dir: Path | Sequence[Path] | None
+) -> dict[tuple[int, str], str]:
     """(seed, queryID) -> its author cluster over all the given seeds, from the manifests in
     `splits_dir` (a folder, or folders looked in in order): authors are joined through co-authored
     queries and through needles that queries of different authors share, in any of the seeds."""
@@ -94,18 +99,23 @@ def _paired_keys(a: list[dict], b: list[dict], splits_dir: Path | Sequence[Path]
     clusters = query_author_clusters(a[0]["collection"], shared, splits_dir)
     missing = (set(ra) & set(rb)) - set(clusters)
     if missing:
-        raise HarnessError(f"{a[0]['collection']}: {len(missing)} scored queries are not in the manifests "
-                           f"(e.g. seed {min(missing)[0]} {min(missing)[1]}); the runs do not match them")
+        raise HarnessError(
+            f"{a[0]['collection']}: {len(missing)} scored queries are not in the manifests "
+            f"(e.g. seed {min(missing)[0]} {min(missing)[1]}); the runs do not match them"
+        )
     return ra, rb, clusters
 
 
-def compare_results(a: list[dict], b: list[dict], splits_dir: Path | Sequence[Path] | None, *, resamples: int = RESAMPLES,
-                    seed: int = 0) -> dict[str, PairedResult]:
+def compare_results(
+    a: list[dict], b: list[dict], splits_dir: Path | Sequence[Path] | None, *, resamples: int = RESAMPLES, seed: int = 0
+) -> dict[str, PairedResult]:
     ra, rb, clusters = _paired_keys(a, b, splits_dir)
     return compare_ranks(ra, rb, clusters, resamples=resamples, seed=seed)
 
 
-def needed_authors(a: list[dict], b: list[dict], splits_dir: Path | Sequence[Path] | None, delta: float = 0.05) -> tuple[int, float, int]:
+def needed_authors(
+    a: list[dict], b: list[dict], splits_dir: Path | Sequence[Path] | None, delta: float = 0.05
+) -> tuple[int, float, int]:
     """(independent query authors needed to detect a `delta` Success@8 gap with this spread, the per-author sd,
     the distinct query authors these runs have)."""
     ra, rb, clusters = _paired_keys(a, b, splits_dir)
@@ -123,14 +133,18 @@ def p_text(r: PairedResult, *, sep: str = " ") -> str:
     return f"p{sep}={sep}{r.p_value:.4f} ± {r.p_se:.4f}"
 
 
-def paired_author_macro(a: list[dict], b: list[dict], splits_dir: Path | Sequence[Path] | None,
-                        metric: str = "success@8") -> tuple[float, float, int]:
+def paired_author_macro(
+    a: list[dict], b: list[dict], splits_dir: Path | Sequence[Path] | None, metric: str = "success@8"
+) -> tuple[float, float, int]:
     """(author-macro `metric` of a, of b, author clusters) over the queries both runs scored."""
     ra, rb, clusters = _paired_keys(a, b, splits_dir)
     keys = sorted(set(ra) & set(rb))
     cl = {k: clusters[k] for k in keys}
-    return (author_macro({k: per_query_value(ra[k], metric) for k in keys}, cl),
-            author_macro({k: per_query_value(rb[k], metric) for k in keys}, cl), len(set(cl.values())))
+    return (
+        author_macro({k: per_query_value(ra[k], metric) for k in keys}, cl),
+        author_macro({k: per_query_value(rb[k], metric) for k in keys}, cl),
+        len(set(cl.values())),
+    )
 
 
 def run_author_macro(results: list[dict], splits_dir: Path | Sequence[Path] | None, metric: str = "success@8") -> float:
@@ -140,8 +154,10 @@ def run_author_macro(results: list[dict], splits_dir: Path | Sequence[Path] | No
     clusters = query_author_clusters(results[0]["collection"], {s for s, _ in ranks}, splits_dir)
     missing = set(ranks) - set(clusters)
     if missing:
-        raise HarnessError(f"{results[0]['collection']}: {len(missing)} scored queries are not in the manifests "
-                           f"(e.g. seed {min(missing)[0]} {min(missing)[1]}); the run does not match them")
+        raise HarnessError(
+            f"{results[0]['collection']}: {len(missing)} scored queries are not in the manifests "
+            f"(e.g. seed {min(missing)[0]} {min(missing)[1]}); the run does not match them"
+        )
     return author_macro({k: per_query_value(r, metric) for k, r in ranks.items()}, clusters)
 
 
@@ -155,14 +171,40 @@ def format_comparison(name_a: str, name_b: str, res: Mapping[str, PairedResult])
     rows = []
     for m in METRICS:
         r = res[m]
-        rows.append([m, f"{100 * r.mean_a:.1f}", f"{100 * r.mean_b:.1f}", f"{100 * r.diff:+.1f}",
-                     f"[{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}]",
-                     f"{r.p_value:.4f}" + ("" if r.exact else f" ± {r.p_se:.4f}"),
-                     "exact" if r.exact else f"{r.resamples:,} random", "yes" if r.p_value < ALPHA else "no"])
+        rows.append(
+            [
+                m,
+                f"{100 * r.mean_a:.1f}",
+                f"{100 * r.mean_b:.1f}",
+                f"{100 * r.diff:+.1f}",
+                f"[{100 * r.ci95[0]:+.1f}, {100 * r.ci95[1]:+.1f}]",
+                f"{r.p_value:.4f}" + ("" if r.exact else f" ± {r.p_se:.4f}"),
+                "exact" if r.exact else f"{r.resamples:,} random",
+                "yes" if r.p_value < ALPHA else "no",
+            ]
+        )
     r0 = res[METRICS[0]]
-    head = (f"{name_a} vs {name_b}: {describe_unit(r0)}.\n"
-            f"p: {TEST_NAME}; {HOW_P}.\ninterval: {INTERVAL_NAME}, of the difference ({name_a} - {name_b}), "
-            "in points")
-    return head + "\n\n" + tabulate(rows, headers=["metric", name_a, name_b, "difference", "95% interval",
-                                                   "p ± Monte Carlo SE", "sign assignments", f"p < {ALPHA}"],
-                                    tablefmt="github", disable_numparse=True)
+    head = (
+        f"{name_a} vs {name_b}: {describe_unit(r0)}.\n"
+        f"p: {TEST_NAME}; {HOW_P}.\ninterval: {INTERVAL_NAME}, of the difference ({name_a} - {name_b}), "
+        "in points"
+    )
+    return (
+        head
+        + "\n\n"
+        + tabulate(
+            rows,
+            headers=[
+                "metric",
+                name_a,
+                name_b,
+                "difference",
+                "95% interval",
+                "p ± Monte Carlo SE",
+                "sign assignments",
+                f"p < {ALPHA}",
+            ],
+            tablefmt="github",
+            disable_numparse=True,
+        )
+    )

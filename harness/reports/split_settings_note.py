@@ -1,6 +1,7 @@
 """A collection page's line on how its splits were built, read from the manifests the runs were made on:
 the settings (author fraction, pool, the cap on documents per (author, genre)), the queries per seed, the
 largest author's share of them, and BM25's seed-to-seed spread beside them."""
+
 from __future__ import annotations
 
 import math
@@ -28,14 +29,22 @@ def split_settings_note(collection: str, runs: dict, names: list[str], splits_di
     builders = [s.builder for s in splits]
     if any(b.get("name") != BUILDER for b in builders):
         return ""
-    settings = sorted({f"author fraction {b.get('author_fraction')}, pool {b.get('pool', DEFAULT_POOL)}" for b in builders})
+    settings = sorted(
+        {f"author fraction {b.get('author_fraction')}, pool {b.get('pool', DEFAULT_POOL)}" for b in builders}
+    )
     caps = sorted({(b.get("max_per_author_genre"), b.get("left_out_by_cap")) for b in builders}, key=str)
-    cap = "; ".join(f"at most {c} documents per (author, genre) ({n} left out)" if c is not None
-                    else "no cap on the documents per (author, genre)" for c, n in caps)
+    cap = "; ".join(
+        f"at most {c} documents per (author, genre) ({n} left out)"
+        if c is not None
+        else "no cap on the documents per (author, genre)"
+        for c, n in caps
+    )
     shares = [largest_author_share(s)[1] for s in splits]
     share = _per_seed([f"{100 * n / len(s.queries):.1f}%" for n, s in zip(shares, splits)], seeds)
     mean, sd = mean_sd([r["metrics"]["success@8"] for r in results])
     spread = f"{100 * mean:.1f}" + ("" if math.isnan(sd) else f" ± {100 * sd:.1f}")
-    return (f"Splits (from the manifests): {'; '.join(settings)}; {cap}. Queries per seed: "
-            f"{_per_seed([len(s.queries) for s in splits], seeds)}; the largest author's share of them: {share}. "
-            f"{baseline}'s Success@8 over these seeds: {spread}.")
+    return (
+        f"Splits (from the manifests): {'; '.join(settings)}; {cap}. Queries per seed: "
+        f"{_per_seed([len(s.queries) for s in splits], seeds)}; the largest author's share of them: {share}. "
+        f"{baseline}'s Success@8 over these seeds: {spread}."
+    )

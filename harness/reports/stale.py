@@ -52,9 +52,7 @@ def load_stale(record: Path | None) -> dict[tuple[str, str], StaleRun]:
             for e in obj["runs"]
         ]
     except (KeyError, TypeError) as e:
-        raise DataError(
-            f"{path}: not a stale-runs registry ({type(e).__name__}: {e})"
-        ) from None
+        raise DataError(f"{path}: not a stale-runs registry ({type(e).__name__}: {e})") from None
     return {(e.collection, e.run): e for e in entries}
 
 

@@ -9,6 +9,7 @@ by their sha256. The page section reports every run's pooled Success@8 on the qu
 surface cluster (the query's topic or any of its needles' is one) and on the rest. The split is
 unchanged: the section says how much of a score comes from such queries.
 """
+
 from __future__ import annotations
 
 import math
@@ -37,8 +38,10 @@ def declared_kinds(collection: str, splits_dir: Path | None) -> tuple[dict, dict
     if not isinstance(kinds, dict) or not isinstance(kinds.get("kinds"), dict):
         raise DataError(f"{kinds_path}: not a topic-kinds file (an object with 'kinds' is expected)")
     if kinds.get("labels_sha256") != labels.get("labels_sha256"):
-        raise DataError(f"{kinds_path}: declared for labels {kinds.get('labels_sha256')}, but {labels_path} "
-                        f"holds labels {labels.get('labels_sha256')}")
+        raise DataError(
+            f"{kinds_path}: declared for labels {kinds.get('labels_sha256')}, but {labels_path} "
+            f"holds labels {labels.get('labels_sha256')}"
+        )
     unknown = sorted(set(kinds["kinds"]) - set(labels.get("top_terms", {})))
     if unknown:
         raise DataError(f"{kinds_path}: {', '.join(unknown)} is not a topic of {labels_path}")
@@ -52,7 +55,9 @@ def touching(collection: str, seeds, splits_dir: Path, surface: set[str], labels
         split = read_manifest(manifest_path(splits_dir, collection, seed))
         total += len(split.queries)
         for q in split.queries:
-            if labels.get(q.documentID) in surface or any(labels.get(n) in surface for n in split.needles[q.documentID]):
+            if labels.get(q.documentID) in surface or any(
+                labels.get(n) in surface for n in split.needles[q.documentID]
+            ):
                 keys.add((seed, q.documentID))
     return keys, total
 
@@ -74,15 +79,27 @@ def surface_topics_section(runs: dict, names: list[str], collection: str, splits
     surface, top = set(kinds["kinds"]), labelled["top_terms"]
     seeds = sorted({r["seed"] for n in names for r in runs[(collection, n)]})
     keys, total = touching(collection, seeds, Path(splits_dir), surface, labelled["labels"])
-    declared = markdown_table([[t, k["kind"], k["what"], ", ".join(top[t])] for t, k in sorted(kinds["kinds"].items())],
-                              headers=["topic", "kind", "what it holds", "top terms"], disable_numparse=True)
+    declared = markdown_table(
+        [[t, k["kind"], k["what"], ", ".join(top[t])] for t, k in sorted(kinds["kinds"].items())],
+        headers=["topic", "kind", "what it holds", "top terms"],
+        disable_numparse=True,
+    )
     rows = [[n, _s8(runs[(collection, n)], keys, True), _s8(runs[(collection, n)], keys, False)] for n in names]
     share = 100 * len(keys) / total if total else math.nan
-    table = markdown_table(rows, headers=["run", f"S@8 touching a surface topic ({len(keys)} queries)",
-                                          f"S@8 on the rest ({total - len(keys)} queries)"], disable_numparse=True)
-    return ("## Surface topics\n\n"
-            f"{len(surface)} of the topic labelling's clusters group texts by how they are written, not by what "
-            f"they are about ({KINDS_FILE} beside the labels). {len(keys)} of the {total} queries over seeds "
-            f"{' '.join(map(str, seeds))} ({share:.0f}%) touch one: the query's topic or a needle's is a surface "
-            "topic, so for them \"cross-topic\" may mean \"cross-spelling\". Pooled Success@8 on those queries and "
-            f"on the rest; the split is unchanged.\n\n{declared}\n\n{table}\n\n")
+    table = markdown_table(
+        rows,
+        headers=[
+            "run",
+            f"S@8 touching a surface topic ({len(keys)} queries)",
+            f"S@8 on the rest ({total - len(keys)} queries)",
+        ],
+        disable_numparse=True,
+    )
+    return (
+        "## Surface topics\n\n"
+        f"{len(surface)} of the topic labelling's clusters group texts by how they are written, not by what "
+        f"they are about ({KINDS_FILE} beside the labels). {len(keys)} of the {total} queries over seeds "
+        f"{' '.join(map(str, seeds))} ({share:.0f}%) touch one: the query's topic or a needle's is a surface "
+        'topic, so for them "cross-topic" may mean "cross-spelling". Pooled Success@8 on those queries and '
+        f"on the rest; the split is unchanged.\n\n{declared}\n\n{table}\n\n"
+    )

@@ -5,6 +5,7 @@ in the top k is a distractor by another author. A system that ranks by topic fil
 with them; one that ranks by style should not. The share is set beside its chance level (the
 same-genre share of all candidates), so "ranks by topic" is a measured claim, not a guess.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -23,8 +24,14 @@ class GenreShare:
     n_queries: int
 
 
-def same_genre_share(rankings: Mapping[str, Sequence[tuple[str, float]]], query_genres: Mapping[str, str],
-                     candidates: Sequence[str], genre_of: Mapping[str, str], k: int, where: str) -> GenreShare:
+def same_genre_share(
+    rankings: Mapping[str, Sequence[tuple[str, float]]],
+    query_genres: Mapping[str, str],
+    candidates: Sequence[str],
+    genre_of: Mapping[str, str],
+    k: int,
+    where: str,
+) -> GenreShare:
     """The same-genre share of each query's top k (ranked order) and of the whole candidate pool.
 
     where: names the run and seed in errors (a candidate the collection does not know, a ranked
@@ -34,8 +41,10 @@ def same_genre_share(rankings: Mapping[str, Sequence[tuple[str, float]]], query_
         raise DataError(f"{where}: k must be at least 1, got {k}")
     missing = [c for c in candidates if c not in genre_of]
     if missing:
-        raise DataError(f"{where}: {len(missing)} candidate(s) are not in the collection, e.g. {missing[0]!r} "
-                        "(rankings made on other data?)")
+        raise DataError(
+            f"{where}: {len(missing)} candidate(s) are not in the collection, e.g. {missing[0]!r} "
+            "(rankings made on other data?)"
+        )
     pool: dict[str, int] = {}
     for c in candidates:
         pool[genre_of[c]] = pool.get(genre_of[c], 0) + 1

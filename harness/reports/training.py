@@ -1,5 +1,6 @@
 """The training table and loss plot, generated from leaderboards/training/<name>.train_log.json
 (written by `aa-harness train`) and, when kept beside it, <name>.train_config.json."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,11 +14,17 @@ def load_logs(folder: Path) -> dict[str, dict]:
     for path in sorted(Path(folder).glob("*.train_log.json")):
         name = path.name[: -len(".train_log.json")]
         log = read_json(path, "training log")
-        if not isinstance(log, dict) or not isinstance(log.get("log", []), list) or not all(
+        if (
+            not isinstance(log, dict)
+            or not isinstance(log.get("log", []), list)
+            or not all(
                 isinstance(e, dict) and (e.get("loss") is None or isinstance(e["loss"], (int, float)))
-                for e in log.get("log", [])):
-            raise DataError(f"{path}: a training log must be a JSON object whose 'log' is a list of objects "
-                            "(each loss a number)")
+                for e in log.get("log", [])
+            )
+        ):
+            raise DataError(
+                f"{path}: a training log must be a JSON object whose 'log' is a list of objects (each loss a number)"
+            )
         cfg_path = path.with_name(f"{name}.train_config.json")
         log["train_config"] = read_json(cfg_path, "training config") if cfg_path.is_file() else None
         if log["train_config"] is not None and not isinstance(log["train_config"], dict):
@@ -34,8 +41,13 @@ def log_marks(logs: dict[str, dict], fixes: list) -> dict[str, list]:
     for name, log in logs.items():
         cfg = log["train_config"] or {}
         prov = cfg.get("provenance", {})
-        found = marks_for(fixes, cfg.get("system", log.get("system")), trained=True, commit=prov.get("git_commit"),
-                          when=prov.get("finished_at"))
+        found = marks_for(
+            fixes,
+            cfg.get("system", log.get("system")),
+            trained=True,
+            commit=prov.get("git_commit"),
+            when=prov.get("finished_at"),
+        )
         if found:
             out[name] = found
     return out
@@ -65,11 +77,14 @@ def training_table(logs: dict[str, dict], marks: dict[str, list] | None = None) 
         if "strategy" in log:  # a reranker: queries (1 + m pairs each) a batch
             per = r.get("queries_per_batch", 1)
             batch = "one query/batch" if per == 1 else f"{per} queries/batch"
-            recipe = (f"lr {r['lr']:g}, {batch}, grad accumulation {r['grad_accumulation']}, {r['epochs']} ep, "
-                      f"tau {r['tau']:g}, negatives {log['strategy']} (m={r['negatives']})")
+            recipe = (
+                f"lr {r['lr']:g}, {batch}, grad accumulation {r['grad_accumulation']}, {r['epochs']} ep, "
+                f"tau {r['tau']:g}, negatives {log['strategy']} (m={r['negatives']})"
+            )
         else:
-            recipe = f"lr {r['lr']:g}, {r['authors_per_batch']} authors/batch, {r['epochs']} ep, tau {r['tau']:g}" + \
-                     (", hard negatives" if r["hard_negatives"] else "")
+            recipe = f"lr {r['lr']:g}, {r['authors_per_batch']} authors/batch, {r['epochs']} ep, tau {r['tau']:g}" + (
+                ", hard negatives" if r["hard_negatives"] else ""
+            )
             if r.get("grad_accumulation", 1) > 1:
                 recipe += f", grad accumulation {r['grad_accumulation']}"
             if r.get("similarity") not in (None, "dot"):  # the SADIRI-v2 retriever's named variants
@@ -77,13 +92,40 @@ def training_table(logs: dict[str, dict], marks: dict[str, list] | None = None) 
             if r.get("projection_init") not in (None, "default"):
                 recipe += f", {r['projection_init']} projection init"
         rates = [e["docs_per_second"] for e in epochs if "docs_per_second" in e]
-        rows.append([label(name, (marks or {}).get(name, [])), system, backbone, recipe, log["device"], log["world_size"], examples(log), log["steps"],
-                     f"{sum(e['epoch_seconds'] for e in epochs):.1f}",
-                     f"{sum(rates) / len(rates):.0f}" if rates else "",
-                     f"{losses[0]:.2f}" if losses else "", f"{losses[-1]:.2f}" if losses else ""])
-    return markdown_table(rows, headers=["run", "system", "backbone", "recipe", "device", "GPUs", "trained on", "steps",
-                                         "train seconds", "docs/s (mean over epochs)", "first loss", "last loss"],
-                          disable_numparse=True)
+        rows.append(
+            [
+                label(name, (marks or {}).get(name, [])),
+                system,
+                backbone,
+                recipe,
+                log["device"],
+                log["world_size"],
+                examples(log),
+                log["steps"],
+                f"{sum(e['epoch_seconds'] for e in epochs):.1f}",
+                f"{sum(rates) / len(rates):.0f}" if rates else "",
+                f"{losses[0]:.2f}" if losses else "",
+                f"{losses[-1]:.2f}" if losses else "",
+            ]
+        )
+    return markdown_table(
+        rows,
+        headers=[
+            "run",
+            "system",
+            "backbone",
+            "recipe",
+            "device",
+            "GPUs",
+            "trained on",
+            "steps",
+            "train seconds",
+            "docs/s (mean over epochs)",
+            "first loss",
+            "last loss",
+        ],
+        disable_numparse=True,
+    )
 
 
 def card_lines(logs: dict[str, dict]) -> str:
@@ -94,11 +136,13 @@ def card_lines(logs: dict[str, dict]) -> str:
         if not card:
             continue
         data, batch = card["training_data"], card["global_batch"]
-        lines.append(f"- {name}: {card['system']} at commit {str(card['commit'])[:12]}, training data sha256 "
-                     f"{data['sha256'][:16]}… ({data['documents']} documents, {data['authors']} authors; "
-                     f"{100 * card['author_fraction']:.0f}% used), seed {card['seed']}, global batch {batch['per_batch']} "
-                     f"{batch['unit']} × {batch['grad_accumulation']}, {card['steps']} steps, final loss "
-                     f"{card['final_loss']}, {card['device']} x{card['world_size']}")
+        lines.append(
+            f"- {name}: {card['system']} at commit {str(card['commit'])[:12]}, training data sha256 "
+            f"{data['sha256'][:16]}… ({data['documents']} documents, {data['authors']} authors; "
+            f"{100 * card['author_fraction']:.0f}% used), seed {card['seed']}, global batch {batch['per_batch']} "
+            f"{batch['unit']} × {batch['grad_accumulation']}, {card['steps']} steps, final loss "
+            f"{card['final_loss']}, {card['device']} x{card['world_size']}"
+        )
     return ("\n\nModel cards (`aa_model.json`):\n\n" + "\n".join(lines)) if lines else ""
 
 
@@ -111,8 +155,10 @@ def loss_panels(logs: dict[str, dict], cap: int = 8) -> list[tuple[str, list[str
         by_system.setdefault(system, []).append(name)
     groups: list[tuple[str, list[str]]] = []
     for system, names in sorted(by_system.items()):
-        chunks = [sorted(names)[i:i + cap] for i in range(0, len(names), cap)]
-        groups += [(system + (f" ({i} of {len(chunks)})" if len(chunks) > 1 else ""), c) for i, c in enumerate(chunks, 1)]
+        chunks = [sorted(names)[i : i + cap] for i in range(0, len(names), cap)]
+        groups += [
+            (system + (f" ({i} of {len(chunks)})" if len(chunks) > 1 else ""), c) for i, c in enumerate(chunks, 1)
+        ]
     panels: list[tuple[list[str], list[str]]] = []
     for label, names in groups:
         if panels and len(panels[-1][1]) + len(names) <= cap:
@@ -148,8 +194,16 @@ def plot_losses(logs: dict[str, dict], path: Path) -> list[dict]:
             w = min(window, len(losses)) or 1
             smooth = np.convolve(losses, np.ones(w) / w, mode="valid") if len(losses) else losses
             colour, marker = COLOURS[i % len(COLOURS)], MARKERS[i % len(MARKERS)]
-            ax.plot(np.arange(w, len(losses) + 1), smooth, color=colour, marker=marker, linewidth=1.4, markersize=5,
-                    markevery=max(1, len(smooth) // 8), label=name)
+            ax.plot(
+                np.arange(w, len(losses) + 1),
+                smooth,
+                color=colour,
+                marker=marker,
+                linewidth=1.4,
+                markersize=5,
+                markevery=max(1, len(smooth) // 8),
+                label=name,
+            )
             styles.append((colour, marker))
             shown.append(smooth)
         values = np.concatenate([v for v in shown if len(v)] or [np.ones(1)])

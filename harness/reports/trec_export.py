@@ -12,6 +12,7 @@
 A query the run did not rank has no line in its run file; the harness counts it as a miss
 (trec_eval does too with -c).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -46,7 +47,8 @@ def trec_files(runs_dir: Path, splits_dir: Path | None = None, record: Path | No
                 files[qrels] = format_qrels(split.needles, str(manifest))
             path = result_path(runs_dir, collection, name, seed)
             files[f"trec/{collection}/runs/{name}/seed-{seed}.run"] = format_run(
-                tie_ordered(read_rankings(path)), name, str(rankings_path(path)))
+                tie_ordered(read_rankings(path)), name, str(rankings_path(path))
+            )
     return files
 
 
@@ -55,6 +57,8 @@ def tie_ordered(rankings: dict[str, list[tuple[str, float]]]) -> dict[str, list[
     return {q: sorted(r, key=lambda cs: (-cs[1], cs[0])) for q, r in rankings.items()}
 
 
-def export_trec(runs_dir: Path, out_dir: Path, splits_dir: Path | None = None, record: Path | None = None) -> list[Path]:
+def export_trec(
+    runs_dir: Path, out_dir: Path, splits_dir: Path | None = None, record: Path | None = None
+) -> list[Path]:
     """Write the TREC runs and qrels under out_dir/trec/ as one set; returns the paths written."""
     return write_output_set(out_dir, trec_files(runs_dir, splits_dir, record))

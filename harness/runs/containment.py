@@ -10,6 +10,7 @@
   documents (a small sample is encoded in one call and in other chunkings and compared,
   with a tolerance for float noise).
 """
+
 from __future__ import annotations
 
 import copy
@@ -33,8 +34,9 @@ NORM_TOLERANCE = 0.01
 
 def own_copies(documents: Sequence[Document]) -> list[Document]:
     """Fresh Document objects (and fresh `extra` dicts) for one plugin call."""
-    return [Document(d.documentID, tuple(d.authorIDs), d.fullText, d.genre, copy.deepcopy(dict(d.extra)))
-            for d in documents]
+    return [
+        Document(d.documentID, tuple(d.authorIDs), d.fullText, d.genre, copy.deepcopy(dict(d.extra))) for d in documents
+    ]
 
 
 @contextmanager
@@ -75,10 +77,14 @@ def contained_call(system_name: str, what: str, fn: Callable, *args, **kwargs) -
         except KeyboardInterrupt as e:
             if sigint[0]:
                 raise
-            raise HarnessError(f"system {system_name!r}: {what} raised KeyboardInterrupt (no Ctrl-C was pressed)") from e
+            raise HarnessError(
+                f"system {system_name!r}: {what} raised KeyboardInterrupt (no Ctrl-C was pressed)"
+            ) from e
         except SystemExit as e:
-            raise HarnessError(f"system {system_name!r}: {what} called sys.exit({e.code!r}); a plugin must raise "
-                               "an exception, not end the command") from e
+            raise HarnessError(
+                f"system {system_name!r}: {what} called sys.exit({e.code!r}); a plugin must raise "
+                "an exception, not end the command"
+            ) from e
         except BaseException as e:  # reported in one line; the cause stays chained (__cause__)
             raise HarnessError(f"system {system_name!r}: {what} failed: {type(e).__name__}: {e}") from e
 
@@ -107,17 +113,23 @@ class CheckedEncoder:
             raise HarnessError(f"{who} must return a float array, got {type(out).__name__} ({e})") from None
         if vecs.ndim != 2 or vecs.shape[0] != n:
             got = vecs.shape[0] if vecs.ndim else 0
-            raise HarnessError(f"{who} on a chunk of {n} texts returned {got} vectors for {n} documents (shape "
-                               f"{vecs.shape}); one row per text is needed")
+            raise HarnessError(
+                f"{who} on a chunk of {n} texts returned {got} vectors for {n} documents (shape "
+                f"{vecs.shape}); one row per text is needed"
+            )
         if n and not np.isfinite(vecs).all():
             row, col = (int(i) for i in np.argwhere(~np.isfinite(vecs))[0])
-            raise HarnessError(f"{who} gave document {documents[row].documentID!r} a non-finite value "
-                               f"{float(vecs[row, col])} (dimension {col})")
+            raise HarnessError(
+                f"{who} gave document {documents[row].documentID!r} a non-finite value "
+                f"{float(vecs[row, col])} (dimension {col})"
+            )
         if n:
             if self.width is None:
                 self.width = vecs.shape[1]
             elif vecs.shape[1] != self.width:
-                raise HarnessError(f"{who} returned {vecs.shape[1]}-dimensional vectors after {self.width}-dimensional ones")
+                raise HarnessError(
+                    f"{who} returned {vecs.shape[1]}-dimensional vectors after {self.width}-dimensional ones"
+                )
         return vecs
 
 
@@ -138,7 +150,7 @@ def check_chunking(encoder: CheckedEncoder, documents: Sequence[Document]) -> No
         for size in sizes:
             if i >= len(sample):
                 break
-            parts.append(encoder.encode(sample[i:i + size]))
+            parts.append(encoder.encode(sample[i : i + size]))
             i += size
         if i < len(sample):
             parts.append(encoder.encode(sample[i:]))
@@ -153,4 +165,5 @@ def check_chunking(encoder: CheckedEncoder, documents: Sequence[Document]) -> No
                     f"system {encoder.system_name!r}: encode() gives document {sample[j].documentID!r} another vector "
                     f"when the texts are passed in calls of {'+'.join(str(s) for s in sizes)} instead of one call "
                     f"(cosine {cosine:.4f}, length {nb:.4g} vs {na:.4g}); a vector must depend on its own text only "
-                    "(standardise with statistics fixed in advance, not per call)")
+                    "(standardise with statistics fixed in advance, not per call)"
+                )

@@ -13,6 +13,7 @@ The card (`aa_model.json` in the model folder; a plugin's own loading fields sta
   author_fraction  the share of the training authors the recipe used (1.0 for bi-encoders)
   seed, commit, device, world_size, steps, final_loss, trained_at
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -33,12 +34,22 @@ def training_data_fingerprint(documents: Sequence[Document], files: Sequence[str
     for d in sorted(documents, key=lambda d: d.documentID):
         for part in (d.documentID, d.authorIDs[0] if d.authorIDs else "", d.fullText):
             h.update(part.encode("utf-8") + b"\0")
-    return {"sha256": h.hexdigest(), "documents": len(documents),
-            "authors": len({d.authorIDs[0] for d in documents if d.authorIDs}), "files": [Path(f).name for f in files]}
+    return {
+        "sha256": h.hexdigest(),
+        "documents": len(documents),
+        "authors": len({d.authorIDs[0] for d in documents if d.authorIDs}),
+        "files": [Path(f).name for f in files],
+    }
 
 
-def model_card(*, system: str, sections: Mapping[str, Mapping[str, Any]], data: Mapping[str, Any],
-               train_log: Mapping[str, Any], commit: str) -> dict[str, Any]:
+def model_card(
+    *,
+    system: str,
+    sections: Mapping[str, Mapping[str, Any]],
+    data: Mapping[str, Any],
+    train_log: Mapping[str, Any],
+    commit: str,
+) -> dict[str, Any]:
     """The card from the config's sections, the training data's fingerprint and the trainer's log."""
     recipe = dict(sections.get("recipe", {}))
     unit = "queries" if "queries_per_batch" in recipe else "authors"
@@ -50,8 +61,12 @@ def model_card(*, system: str, sections: Mapping[str, Mapping[str, Any]], data: 
         "system": system,
         "recipe": recipe,
         "training_run": dict(sections.get("training run", {})),
-        "global_batch": {"unit": unit, "per_batch": per_batch, "grad_accumulation": accumulation,
-                         "per_optimizer_step": per_batch * accumulation if per_batch else None},
+        "global_batch": {
+            "unit": unit,
+            "per_batch": per_batch,
+            "grad_accumulation": accumulation,
+            "per_optimizer_step": per_batch * accumulation if per_batch else None,
+        },
         "training_data": dict(data),
         "author_fraction": recipe.get("author_fraction", 1.0),
         "seed": recipe.get("seed"),
@@ -105,8 +120,9 @@ def read_card(folder: Path) -> dict[str, Any] | None:
     return card
 
 
-def check_card(system: str, config: Mapping[str, Any], model_dir: Any, card: Mapping[str, Any] | None,
-               warn=None) -> None:
+def check_card(
+    system: str, config: Mapping[str, Any], model_dir: Any, card: Mapping[str, Any] | None, warn=None
+) -> None:
     """The card belongs to this system and this backbone; a max-length mismatch is a warning.
 
     A card of another system, or of a model trained on another backbone, would make the result
@@ -119,21 +135,26 @@ def check_card(system: str, config: Mapping[str, Any], model_dir: Any, card: Map
         return
     where = Path(str(model_dir)) / CARD
     if card.get("system") not in (None, system):
-        raise HarnessError(f"{where}: a model card of system {card['system']!r}; this run is of system {system!r} "
-                           "(the wrong --model folder?)")
+        raise HarnessError(
+            f"{where}: a model card of system {card['system']!r}; this run is of system {system!r} "
+            "(the wrong --model folder?)"
+        )
     recipe = card.get("recipe", {})
     trained_on, runs_on = recipe.get("backbone"), config.get("backbone")
     if trained_on and runs_on and trained_on != runs_on:
-        raise HarnessError(f"{where}: the model was trained on backbone {trained_on!r}; this run's backbone is "
-                           f"{runs_on!r} (--set backbone={trained_on})")
+        raise HarnessError(
+            f"{where}: the model was trained on backbone {trained_on!r}; this run's backbone is "
+            f"{runs_on!r} (--set backbone={trained_on})"
+        )
     trained_len, run_len = recipe.get("max_length"), config.get("max_length")
     if trained_len and run_len and trained_len != run_len and warn is not None:
-        warn(f"{where}: the model was trained at max_length {trained_len}; this run reads {run_len} tokens per text "
-             f"(the run's value is used; --set max_length={trained_len} to match)")
+        warn(
+            f"{where}: the model was trained at max_length {trained_len}; this run reads {run_len} tokens per text "
+            f"(the run's value is used; --set max_length={trained_len} to match)"
+        )
 
 
-def with_card_backbone(system: str, config_cls: type, overrides: Mapping[str, Any] | None,
-                       log=None) -> dict[str, Any]:
+def with_card_backbone(system: str, config_cls: type, overrides: Mapping[str, Any] | None, log=None) -> dict[str, Any]:
     """`overrides` with the backbone the model card records, when `model` names a trained folder of
     this system and no backbone is given: `run --model DIR` needs no `--set backbone=…`. A backbone
     given explicitly is kept (check_card then refuses one that differs from the card's)."""
@@ -179,8 +200,11 @@ def model_id(card: Mapping[str, Any]) -> str:
     """A trained model's id from its card: `<system>-<16 hex>` over what decides the weights (the
     system, the recipe, the step cap and the training data's sha256), not over how, when, where or
     with which commit it was trained, so the same recipe on the same data has one id."""
-    ident = {"system": card.get("system"), "recipe": card.get("recipe", {}),
-             "max_steps": (card.get("training_run") or {}).get("max_steps", 0),
-             "training_data": (card.get("training_data") or {}).get("sha256")}
+    ident = {
+        "system": card.get("system"),
+        "recipe": card.get("recipe", {}),
+        "max_steps": (card.get("training_run") or {}).get("max_steps", 0),
+        "training_data": (card.get("training_data") or {}).get("sha256"),
+    }
     digest = hashlib.sha256(json.dumps(ident, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     return f"{card.get('system')}-{digest[:16]}"

@@ -4,6 +4,7 @@ The new run is named `<first stage>+<system>[-<strategy>]` unless --name says ot
 config records the first stage and a hash of the rankings it read. Success@100 cannot change
 when the top 100 are reranked (the same 100 candidates), so it equals the first stage's.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -79,12 +80,13 @@ def rerank_job(registry: Registry, job: RerankJob, log=_log.info) -> list[RunOut
 
     # absolute before any plugin code runs: a plugin that changes directory cannot move the results
     runs_dir = absolute(locations.runs_dir(job.runs_dir))
-    job = replace(job, runs_dir=runs_dir,
-                  splits_dir=absolute(job.splits_dir) if job.splits_dir is not None else None)
+    job = replace(job, runs_dir=runs_dir, splits_dir=absolute(job.splits_dir) if job.splits_dir is not None else None)
     spec = registry.system(job.system)
     if job.depth < 100:
-        raise HarnessError(f"--depth {job.depth}: a reranker rescores at least the first stage's top 100 "
-                           "(Success@100 is the first stage's by construction)")
+        raise HarnessError(
+            f"--depth {job.depth}: a reranker rescores at least the first stage's top 100 "
+            "(Success@100 is the first stage's by construction)"
+        )
     if "rerank" not in spec.capabilities:
         rerankers = sorted(s.name for s in registry.systems.values() if "rerank" in s.capabilities)
         raise HarnessError(f"system {job.system!r} is not a reranker (rerankers: {', '.join(rerankers) or 'none'})")
@@ -102,20 +104,33 @@ def rerank_job(registry: Registry, job: RerankJob, log=_log.info) -> list[RunOut
     seeds = unique_seeds(job.seeds)
     recorded, address = addressed_config(config_dict(config))  # the model by content hash, not path (hashed once)
     if address:
-        check_card(spec.name, config_dict(config), config_dict(config).get("model"), address["card"],
-                   warn=_log.warning)
-    check_one_config(runs_dir / collection.name / name, spec.name,
-                     {**recorded, "first_stage": job.first_stage}, seeds, job.overwrite)
-    splits = get_splits(collection, seeds, places.folder, record=places.record, author_fraction=job.author_fraction,
-                        max_per_author_genre=job.max_per_author_genre)
+        check_card(spec.name, config_dict(config), config_dict(config).get("model"), address["card"], warn=_log.warning)
+    check_one_config(
+        runs_dir / collection.name / name, spec.name, {**recorded, "first_stage": job.first_stage}, seeds, job.overwrite
+    )
+    splits = get_splits(
+        collection,
+        seeds,
+        places.folder,
+        record=places.record,
+        author_fraction=job.author_fraction,
+        max_per_author_genre=job.max_per_author_genre,
+    )
     with run_folder_lock(runs_dir / collection.name / name):  # one writer of the run folder at a time
-        check_one_config(runs_dir / collection.name / name, spec.name,  # again: another writer may have added seeds
-                         {**recorded, "first_stage": job.first_stage}, seeds, job.overwrite)
+        check_one_config(
+            runs_dir / collection.name / name,
+            spec.name,  # again: another writer may have added seeds
+            {**recorded, "first_stage": job.first_stage},
+            seeds,
+            job.overwrite,
+        )
         system, outcomes = None, []
         for seed, split in zip(seeds, splits):
             first = result_path(runs_dir, collection.name, job.first_stage, seed)
             if not first.is_file():
-                raise HarnessError(f"{first}: the first stage {job.first_stage!r} has no result for {collection.name} seed {seed}; run it first")
+                raise HarnessError(
+                    f"{first}: the first stage {job.first_stage!r} has no result for {collection.name} seed {seed}; run it first"
+                )
             fs = read_result(first)
             if fs["split_sha256"] != split.sha256:
                 raise HarnessError(f"{first} was made on another split of {collection.name} seed {seed}")
@@ -139,23 +154,45 @@ def rerank_job(registry: Registry, job: RerankJob, log=_log.info) -> list[RunOut
             start = time.perf_counter()
             scores = call_system(spec.name, "rerank()", system.rerank, queries, cand_lists)
             wall = time.perf_counter() - start
-            if not isinstance(scores, (list, tuple)) or len(scores) != len(cand_lists) or any(
-                    not hasattr(sc, "__len__") or len(sc) != len(c) for sc, c in zip(scores, cand_lists)):
+            if (
+                not isinstance(scores, (list, tuple))
+                or len(scores) != len(cand_lists)
+                or any(not hasattr(sc, "__len__") or len(sc) != len(c) for sc, c in zip(scores, cand_lists))
+            ):
                 raise HarnessError(f"system {spec.name!r}: rerank() must return one score per candidate, per query")
             try:
-                rankings = {q.documentID: [(c, float(s)) for c, s in zip(ids, sc)]
-                            for q, ids, sc in zip(split.queries, id_lists, scores) if ids}
+                rankings = {
+                    q.documentID: [(c, float(s)) for c, s in zip(ids, sc)]
+                    for q, ids, sc in zip(split.queries, id_lists, scores)
+                    if ids
+                }
             except (TypeError, ValueError) as e:
                 raise HarnessError(f"system {spec.name!r}: rerank() must return numbers ({e})") from None
-            extra = {**describe_system(spec.name, system), "first_stage": job.first_stage,
-                     "first_stage_metrics": fs["metrics"]}
+            extra = {
+                **describe_system(spec.name, system),
+                "first_stage": job.first_stage,
+                "first_stage_metrics": fs["metrics"],
+            }
             if address:
                 extra.update(model_sha256=address["sha256"], model_card=address["card"])
-            out = record_run(system_name=spec.name, system=system, config=cfg, collection=collection, split=split,
-                             rankings=rankings, wall=wall, runs_dir=runs_dir, run_name=name, depth=job.depth, extra=extra,
-                             plugin=spec.origin())
+            out = record_run(
+                system_name=spec.name,
+                system=system,
+                config=cfg,
+                collection=collection,
+                split=split,
+                rankings=rankings,
+                wall=wall,
+                runs_dir=runs_dir,
+                run_name=name,
+                depth=job.depth,
+                extra=extra,
+                plugin=spec.origin(),
+            )
             m = out.metrics
-            log(f"{name} on {collection.name} seed {seed}: {metrics_line(m)} (first stage S@8 "
-                f"{100 * fs['metrics']['success@8']:.1f}%)  -> {out.path}")
+            log(
+                f"{name} on {collection.name} seed {seed}: {metrics_line(m)} (first stage S@8 "
+                f"{100 * fs['metrics']['success@8']:.1f}%)  -> {out.path}"
+            )
             outcomes.append(out)
         return outcomes

@@ -17,6 +17,7 @@ Result schema (version 1):
 A result is trusted only after harness.runs.verified has checked it against its rankings
 file and its split manifest; result_sha256 (results written since it was added) seals the rest.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -33,9 +34,22 @@ from harness.specs import SUBMITTED
 SCHEMA_VERSION = 1
 SEAL = "result_sha256"  # see seal(); results written before it have none and are verified by recomputation
 RUN_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*")
-REQUIRED = {"system": str, "run_name": str, "config": dict, "collection": str, "seed": int, "split_sha256": str,
-            "depth": int, "metrics": dict, "per_genre": dict, "success_curve": list, "first_needle_rank": dict,
-            "n_queries": int, "n_candidates": int, "provenance": dict}
+REQUIRED = {
+    "system": str,
+    "run_name": str,
+    "config": dict,
+    "collection": str,
+    "seed": int,
+    "split_sha256": str,
+    "depth": int,
+    "metrics": dict,
+    "per_genre": dict,
+    "success_curve": list,
+    "first_needle_rank": dict,
+    "n_queries": int,
+    "n_candidates": int,
+    "provenance": dict,
+}
 # What a reader recomputes from the rankings and the manifest and compares with what is stored.
 RECOMPUTED = ("metrics", "per_genre", "success_curve", "first_needle_rank", "n_queries", "n_ranked")
 
@@ -47,8 +61,10 @@ def check_run_name(name: str, what: str = "run name") -> str:
     outside the runs folder or where the leaderboard never looks.
     """
     if not isinstance(name, str) or not RUN_NAME.fullmatch(name) or len(name) > 200:
-        raise HarnessError(f"{what} {name!r} is not allowed: use letters, digits and . _ + - "
-                           "(one path component, not starting with a dot)")
+        raise HarnessError(
+            f"{what} {name!r} is not allowed: use letters, digits and . _ + - "
+            "(one path component, not starting with a dot)"
+        )
     return name
 
 
@@ -64,8 +80,10 @@ def check_runs_dir(runs_dir: Path, *parts: str) -> None:
     for part in ("", *parts):
         p = p / part if part else p
         if part and p.is_symlink():
-            raise HarnessError(f"{p}: is a symbolic link; results are written only into real folders under "
-                               "--runs-dir (the link would send them elsewhere)")
+            raise HarnessError(
+                f"{p}: is a symbolic link; results are written only into real folders under "
+                "--runs-dir (the link would send them elsewhere)"
+            )
         if p.exists() and not p.is_dir():
             raise HarnessError(f"{p}: is a file, but results are written into a folder there (--runs-dir)")
 
@@ -89,27 +107,40 @@ def read_result(path: Path) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise DataError(f"{path}: a result must be a JSON object, got {type(obj).__name__}")
     if obj.get("schema_version") != SCHEMA_VERSION:
-        raise DataError(f"{path}: result schema_version {obj.get('schema_version')!r}, this harness reads {SCHEMA_VERSION}")
+        raise DataError(
+            f"{path}: result schema_version {obj.get('schema_version')!r}, this harness reads {SCHEMA_VERSION}"
+        )
     missing = [k for k in REQUIRED if k not in obj]
     if missing:
         raise DataError(f"{path}: result lacks field(s) {', '.join(missing)}")
     wrong = [k for k, tp in REQUIRED.items() if not isinstance(obj[k], tp) or (tp is int and isinstance(obj[k], bool))]
     if wrong:
-        raise DataError(f"{path}: result field(s) of the wrong type: "
-                        + ", ".join(f"{k} ({type(obj[k]).__name__}, expected {REQUIRED[k].__name__})" for k in wrong))
-    bad = [m for m in ("success@8", "success@100", "mrr@20")
-           if not isinstance(obj["metrics"].get(m), (int, float)) or not math.isfinite(obj["metrics"][m])]
+        raise DataError(
+            f"{path}: result field(s) of the wrong type: "
+            + ", ".join(f"{k} ({type(obj[k]).__name__}, expected {REQUIRED[k].__name__})" for k in wrong)
+        )
+    bad = [
+        m
+        for m in ("success@8", "success@100", "mrr@20")
+        if not isinstance(obj["metrics"].get(m), (int, float)) or not math.isfinite(obj["metrics"][m])
+    ]
     if bad:
         raise DataError(f"{path}: metrics lack a finite {', '.join(bad)}")
     for g, row in obj["per_genre"].items():
-        if not isinstance(row, dict) or not all(isinstance(row.get(m), (int, float)) for m in ("n_queries", "success@8")):
+        if not isinstance(row, dict) or not all(
+            isinstance(row.get(m), (int, float)) for m in ("n_queries", "success@8")
+        ):
             raise DataError(f"{path}: per_genre[{g!r}] is not {{n_queries, success@8, success@100, mrr@20}}")
     for key in ("rankings_sha256", "result_sha256"):
         if key in obj and not isinstance(obj[key], str):
             raise DataError(f"{path}: {key} must be a string")
-    if "ci95" in obj and not (isinstance(obj["ci95"], dict) and all(
+    if "ci95" in obj and not (
+        isinstance(obj["ci95"], dict)
+        and all(
             isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v)
-            for v in obj["ci95"].values())):
+            for v in obj["ci95"].values()
+        )
+    ):
         raise DataError(f"{path}: ci95 must map each metric to [low, high]")
     if not isinstance(obj["provenance"], dict) or not isinstance(obj.get("extra", {}), dict):
         raise DataError(f"{path}: provenance and extra must be JSON objects")
@@ -122,15 +153,22 @@ def check_submission_fields(path: Path, obj: Mapping[str, Any]) -> None:
     here) and a `submission` object of strings; no other result carries a `submission` field."""
     submitted = obj["system"] == SUBMITTED
     if submitted != ("submission" in obj):
-        raise DataError(f"{path}: " + ("system 'submitted' needs a submission field" if submitted
-                                       else f"system {obj['system']!r} with a submission field (only submitted "
-                                            "rankings have one)"))
+        raise DataError(
+            f"{path}: "
+            + (
+                "system 'submitted' needs a submission field"
+                if submitted
+                else f"system {obj['system']!r} with a submission field (only submitted rankings have one)"
+            )
+        )
     if not submitted:
         return
     sub = obj["submission"]
     if not isinstance(sub, dict) or not all(isinstance(v, str) for v in sub.values()):
-        raise DataError(f"{path}: submission must be a JSON object of strings (format, file, file_sha256, tag, "
-                        "submitter, description)")
+        raise DataError(
+            f"{path}: submission must be a JSON object of strings (format, file, file_sha256, tag, "
+            "submitter, description)"
+        )
     if obj["config"]:
         raise DataError(f"{path}: submitted rankings have an empty config, got key {sorted(obj['config'])[0]!r}")
 
@@ -142,7 +180,9 @@ def _rankings_bytes(rankings: Mapping[str, list[tuple[str, float]]]) -> bytes:
     buf = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0) as zf:
         for qid in sorted(rankings):
-            zf.write((json.dumps({"queryID": qid, "ranking": [[c, s] for c, s in rankings[qid]]}) + "\n").encode("utf-8"))
+            zf.write(
+                (json.dumps({"queryID": qid, "ranking": [[c, s] for c, s in rankings[qid]]}) + "\n").encode("utf-8")
+            )
     return buf.getvalue()
 
 
@@ -163,8 +203,10 @@ def write_result(path: Path, result: dict[str, Any], rankings: dict[str, list[tu
         result[SEAL] = seal(result)
         text = json.dumps(result, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
     except (TypeError, ValueError) as e:
-        raise HarnessError(f"{path}: the result is not plain JSON ({e}); nothing was written "
-                           "(is a value of the system's describe() an object?)") from None
+        raise HarnessError(
+            f"{path}: the result is not plain JSON ({e}); nothing was written "
+            "(is a value of the system's describe() an object?)"
+        ) from None
     # the pair replaces the old pair together: a crash leaves the old result or the new one
     write_output_set(Path(path).parent, {rankings_path(path).name: data, Path(path).name: text})
 
@@ -175,7 +217,9 @@ def read_rankings(result: Path) -> dict[str, list[tuple[str, float]]]:
         try:
             out[obj["queryID"]] = [(str(c), float(s)) for c, s in obj["ranking"]]
         except (KeyError, TypeError, ValueError):
-            raise DataError(f"{rankings_path(result)}:{lineno}: expected {{'queryID': ..., 'ranking': [[id, score], ...]}}") from None
+            raise DataError(
+                f"{rankings_path(result)}:{lineno}: expected {{'queryID': ..., 'ranking': [[id, score], ...]}}"
+            ) from None
     return out
 
 
@@ -198,8 +242,10 @@ def check_result_place(path: Path, res: Mapping[str, Any]) -> None:
     where = (path.parent.parent.name, path.parent.name, path.name)
     says = (res["collection"], res["run_name"], f"seed-{res['seed']}.json")
     if where != says:
-        raise DataError(f"{path}: the file says collection {says[0]!r}, run {says[1]!r}, seed {res['seed']}, "
-                        f"but sits at {'/'.join(where)} (copied or renamed by hand?)")
+        raise DataError(
+            f"{path}: the file says collection {says[0]!r}, run {says[1]!r}, seed {res['seed']}, "
+            f"but sits at {'/'.join(where)} (copied or renamed by hand?)"
+        )
 
 
 def iter_results(runs_dir: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
@@ -236,9 +282,13 @@ def check_run_consistent(results: Sequence[tuple[Path, Mapping[str, Any]]]) -> N
     seen: dict[int, Path] = {}
     for path, res in results:
         if res["seed"] in seen:
-            raise DataError(f"{path}: seed {res['seed']} of run {res['run_name']!r} appears twice (also {seen[res['seed']]})")
+            raise DataError(
+                f"{path}: seed {res['seed']} of run {res['run_name']!r} appears twice (also {seen[res['seed']]})"
+            )
         seen[res["seed"]] = path
         diff = config_differences(first, res)
         if diff:
-            raise DataError(f"run {res['run_name']!r} of {res['collection']!r} mixes configs: {first_path.name} and "
-                            f"{path.name} differ in {'; '.join(diff)}; rerun it under one --name per config")
+            raise DataError(
+                f"run {res['run_name']!r} of {res['collection']!r} mixes configs: {first_path.name} and "
+                f"{path.name} differ in {'; '.join(diff)}; rerun it under one --name per config"
+            )

@@ -1,4 +1,5 @@
 """The jobs behind the CLI verbs, callable from Python too (tests, notebooks)."""
+
 from __future__ import annotations
 
 import logging
@@ -38,11 +39,13 @@ def is_path_collection(registry: Registry, name_or_path: str) -> bool:
     path = Path(name_or_path)
     return name_or_path not in registry.collections and (path.suffix in (".jsonl", ".gz") or path.exists())
 
+
 _log = logging.getLogger(__name__)
 
 
-def open_collection(registry: Registry, name_or_path: str, *, data_dir=None, background: Sequence[str] = (),
-                    name: str | None = None) -> Collection:
+def open_collection(
+    registry: Registry, name_or_path: str, *, data_dir=None, background: Sequence[str] = (), name: str | None = None
+) -> Collection:
     """A registered collection by name, or an ad-hoc one from a canonical JSONL file path.
 
     name: what to call a path collection (default: the file's stem); it names its manifests
@@ -58,13 +61,17 @@ def open_collection(registry: Registry, name_or_path: str, *, data_dir=None, bac
             raise HarnessError(f"--name-collection {name!r}: give a plain name (no '/', not starting with '.')")
         own = name or path.name.split(".jsonl")[0]
         if own in registry.collections:  # its results and manifests would mix with the registered one's
-            raise HarnessError(f"{path}: named like the registered collection {own!r}; give the file its own name "
-                               "with --name-collection NAME")
+            raise HarnessError(
+                f"{path}: named like the registered collection {own!r}; give the file its own name "
+                "with --name-collection NAME"
+            )
         return load_collection(own, [path], [Path(b) for b in background])
     if background:
         raise HarnessError("--background applies to a collection given as a file path, not to a registered collection")
     if name:
-        raise HarnessError("--name-collection names a collection given as a file path; registered collections keep their names")
+        raise HarnessError(
+            "--name-collection names a collection given as a file path; registered collections keep their names"
+        )
     return registry.collection(name_or_path).load(data_dir)
 
 
@@ -133,18 +140,18 @@ def check_one_config(run_dir: Path, system: str, config: dict, seeds: Sequence[i
         if diff:
             raise HarnessError(
                 f"{path} was made with another config ({'; '.join(diff)}, this run's value first); a run's seeds "
-                "must share one config: choose another --name" + ("" if overwrite else ", or --overwrite with every seed"))
+                "must share one config: choose another --name"
+                + ("" if overwrite else ", or --overwrite with every seed")
+            )
 
 
 def run_job(registry: Registry, job: RunJob, log=_log.info) -> list[RunOutcome]:
     """Run each system on each seed's split; skip seeds that are up to date."""
     from dataclasses import replace
 
-
     # absolute before any plugin code runs: a plugin that changes directory cannot move the results
     runs_dir = absolute(locations.runs_dir(job.runs_dir))
-    job = replace(job, runs_dir=runs_dir,
-                  splits_dir=absolute(job.splits_dir) if job.splits_dir is not None else None)
+    job = replace(job, runs_dir=runs_dir, splits_dir=absolute(job.splits_dir) if job.splits_dir is not None else None)
     if job.run_name is not None:
         check_run_name(job.run_name)
     if job.run_name and len(job.systems) > 1:
@@ -154,8 +161,10 @@ def run_job(registry: Registry, job: RunJob, log=_log.info) -> list[RunOutcome]:
     specs = [registry.system(s) for s in job.systems]  # unknown names fail before any work
     for spec in specs:
         if not {"rank", "encode"} & set(spec.capabilities):
-            raise HarnessError(f"system {spec.name!r} cannot rank a whole pool (it can: {', '.join(spec.capabilities)}); "
-                               f"a reranker runs as `aa-harness rerank {spec.name} --first-stage RUN`")
+            raise HarnessError(
+                f"system {spec.name!r} cannot rank a whole pool (it can: {', '.join(spec.capabilities)}); "
+                f"a reranker runs as `aa-harness rerank {spec.name} --first-stage RUN`"
+            )
     configs = {}
     for s in specs:  # a trained --model brings its backbone (its card's) unless one is given
         cls = load_object(s.config)
@@ -167,18 +176,30 @@ def run_job(registry: Registry, job: RunJob, log=_log.info) -> list[RunOutcome]:
         if address:
             check_card(s.name, cfg, cfg.get("model"), address["card"], warn=_log.warning)
     check_runs_dir(runs_dir)
-    collection = open_collection(registry, job.collection, data_dir=job.data_dir, background=job.background,
-                                 name=job.collection_name)
+    collection = open_collection(
+        registry, job.collection, data_dir=job.data_dir, background=job.background, name=job.collection_name
+    )
     for spec in specs:
         name = job.run_name or spec.name
         check_runs_dir(runs_dir, collection.name, name)
-        check_one_config(runs_dir / collection.name / name, spec.name, addressed[spec.name][0],
-                         unique_seeds(job.seeds), job.overwrite)
+        check_one_config(
+            runs_dir / collection.name / name,
+            spec.name,
+            addressed[spec.name][0],
+            unique_seeds(job.seeds),
+            job.overwrite,
+        )
     places = split_places(registry, job.collection, runs_dir, job.splits_dir)
-    splits = get_splits(collection, unique_seeds(job.seeds), places.folder, record=places.record,
-                        author_fraction=job.author_fraction,
-                        pool=job.pool, dissimilarity=job.dissimilarity,
-                        max_per_author_genre=job.max_per_author_genre)
+    splits = get_splits(
+        collection,
+        unique_seeds(job.seeds),
+        places.folder,
+        record=places.record,
+        author_fraction=job.author_fraction,
+        pool=job.pool,
+        dissimilarity=job.dissimilarity,
+        max_per_author_genre=job.max_per_author_genre,
+    )
     outcomes = []
     for spec in specs:
         cfg = configs[spec.name]
@@ -209,8 +230,9 @@ def run_folder_lock(run_dir: Path) -> Iterator[None]:
                 break
 
 
-def _run_system(job: RunJob, spec, cfg, cfg_dict: dict, address, collection, splits, runs_dir: Path, name: str,
-                log) -> list[RunOutcome]:
+def _run_system(
+    job: RunJob, spec, cfg, cfg_dict: dict, address, collection, splits, runs_dir: Path, name: str, log
+) -> list[RunOutcome]:
     """One system's seeds, under its run folder's lock: the config check again (another writer may
     have added seeds while this one waited), then every seed that is not up to date."""
     from harness import progress
@@ -236,11 +258,23 @@ def _run_system(job: RunJob, spec, cfg, cfg_dict: dict, address, collection, spl
         if address:
             extra = {**extra, "model_sha256": address["sha256"], "model_card": address["card"]}
         with progress.enabled(job.progress):
-            out = run_split(system_name=spec.name, system=system, config=cfg_dict, collection=collection,
-                            split=split, runs_dir=runs_dir, run_name=name, depth=job.depth, extra=extra,
-                            plugin=spec.origin())
+            out = run_split(
+                system_name=spec.name,
+                system=system,
+                config=cfg_dict,
+                collection=collection,
+                split=split,
+                runs_dir=runs_dir,
+                run_name=name,
+                depth=job.depth,
+                extra=extra,
+                plugin=spec.origin(),
+            )
         m = out.metrics
         took = ", ".join(f"{k} {v:.1f} s" for k, v in out.phases.items())
-        log(f"{name} on {collection.name} seed {split.seed}: {metrics_line(m)}  -> {out.path}" + (f"  ({took})" if took else ""))
+        log(
+            f"{name} on {collection.name} seed {split.seed}: {metrics_line(m)}  -> {out.path}"
+            + (f"  ({took})" if took else "")
+        )
         outcomes.append(out)
     return outcomes

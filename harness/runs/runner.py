@@ -3,6 +3,7 @@
 A seed whose result already exists for the same system, config, depth and split is
 skipped (unless overwrite), so a rerun after a crash picks up at the first missing seed.
 """
+
 from __future__ import annotations
 
 import json
@@ -56,8 +57,12 @@ def up_to_date(path: Path, system: str, config: Mapping[str, Any], split: Split,
         if log:
             log(f"recomputing: {e}")
         return None
-    same = (old.get("system") == system and old.get("config") == config
-            and old.get("split_sha256") == split.sha256 and old.get("depth") == depth)
+    same = (
+        old.get("system") == system
+        and old.get("config") == config
+        and old.get("split_sha256") == split.sha256
+        and old.get("depth") == depth
+    )
     if not same:
         return None
     try:
@@ -97,12 +102,16 @@ def check_rankings(rankings: Mapping, split: Split, depth: int, system: str) -> 
         if qid not in qids:
             raise HarnessError(f"system {system!r} ranked {qid!r}, which is not a query of this split")
         if isinstance(ranking, (str, bytes, Mapping)) or not hasattr(ranking, "__iter__"):
-            raise HarnessError(f"system {system!r}: query {qid!r}: expected a list of (candidateID, score) pairs, "
-                               f"got {type(ranking).__name__}")
+            raise HarnessError(
+                f"system {system!r}: query {qid!r}: expected a list of (candidateID, score) pairs, "
+                f"got {type(ranking).__name__}"
+            )
         scores: dict[str, float] = {}
         for item in ranking:
             if isinstance(item, (str, bytes)) or not hasattr(item, "__len__") or len(item) != 2:
-                raise HarnessError(f"system {system!r}: query {qid!r}: expected (candidateID, score) pairs, got {item!r}")
+                raise HarnessError(
+                    f"system {system!r}: query {qid!r}: expected (candidateID, score) pairs, got {item!r}"
+                )
             cid, score = item
             if not isinstance(cid, str) or cid not in cands:
                 raise HarnessError(f"system {system!r}: query {qid!r} ranks {cid!r}, which is not a candidate")
@@ -110,23 +119,38 @@ def check_rankings(rankings: Mapping, split: Split, depth: int, system: str) -> 
                 raise HarnessError(f"system {system!r}: query {qid!r} ranks {cid!r} twice")
             value = _score(score)
             if value is None:
-                kind = "non-finite" if isinstance(score, numbers.Real) and not isinstance(score, bool) else "non-numeric"
+                kind = (
+                    "non-finite" if isinstance(score, numbers.Real) and not isinstance(score, bool) else "non-numeric"
+                )
                 raise HarnessError(f"system {system!r}: query {qid!r} gives {cid!r} a {kind} score {_shown(score)}")
             scores[cid] = value
         out[qid] = [(c, scores[c]) for c in order(scores.items())[:depth]]
     return out
 
 
-def record_run(*, system_name: str, system: Any, config: Mapping[str, Any], collection: Collection, split: Split,
-               rankings: Mapping, wall: float, runs_dir: Path, run_name: str, depth: int,
-               extra: Mapping[str, Any] | None = None, plugin: Mapping[str, str] | None = None) -> RunOutcome:
+def record_run(
+    *,
+    system_name: str,
+    system: Any,
+    config: Mapping[str, Any],
+    collection: Collection,
+    split: Split,
+    rankings: Mapping,
+    wall: float,
+    runs_dir: Path,
+    run_name: str,
+    depth: int,
+    extra: Mapping[str, Any] | None = None,
+    plugin: Mapping[str, str] | None = None,
+) -> RunOutcome:
     """Check a system's rankings, score them, and write the result and rankings files.
 
     plugin: the registering plugin's name, distribution and version (recorded in provenance)."""
     path = result_path(runs_dir, collection.name, run_name, split.seed)
     # reading the answer runs plugin code too (a generator, a mapping's items()): contained like a call
-    checked = call_system(system_name, "reading what rank() returned", check_rankings, rankings, split, depth,
-                          system_name)
+    checked = call_system(
+        system_name, "reading what rank() returned", check_rankings, rankings, split, depth, system_name
+    )
     scores = evaluate(checked, split.needles, split.query_genres)
     result = {
         "schema_version": SCHEMA_VERSION,
@@ -190,9 +214,20 @@ def run_split(
                 raw = call_system(system_name, "rank()", ranker.rank, queries, candidates, depth)
         wall = time.perf_counter() - start
         with phase("score"):
-            out = record_run(system_name=system_name, system=system, config=config, collection=collection, split=split,
-                             rankings=raw, wall=wall, runs_dir=runs_dir, run_name=run_name or system_name, depth=depth,
-                             extra=extra, plugin=plugin)
+            out = record_run(
+                system_name=system_name,
+                system=system,
+                config=config,
+                collection=collection,
+                split=split,
+                rankings=raw,
+                wall=wall,
+                runs_dir=runs_dir,
+                run_name=run_name or system_name,
+                depth=depth,
+                extra=extra,
+                plugin=plugin,
+            )
     return replace(out, phases=dict(timings))
 
 

@@ -10,6 +10,7 @@ is empty (no code ran here), and its `submission` field records the format, the 
 sha256, the TREC run tag and the submitter's description. The verified reader recomputes it like
 any other result; the leaderboard marks it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -69,8 +70,10 @@ def trec_entries(path: Path, tags: list[str]) -> Iterator[Entry]:
             first = (line.tag, line.lineno)
             tags.append(line.tag)
         elif line.tag != first[0]:
-            raise DataError(f"{path}:{line.lineno}: run tag {line.tag!r}, but line {first[1]} has {first[0]!r}; "
-                            "expected one run (one tag) per file")
+            raise DataError(
+                f"{path}:{line.lineno}: run tag {line.tag!r}, but line {first[1]} has {first[0]!r}; "
+                "expected one run (one tag) per file"
+            )
         yield Entry(line.lineno, line.qid, line.docid, line.rank, line.score)
 
 
@@ -86,16 +89,24 @@ def rankings_entries(path: Path) -> Iterator[Entry]:
         if not isinstance(qid, str) or not isinstance(ranking, list):
             raise DataError(f"{path}:{lineno}: {expected}")
         if qid in seen:
-            raise DataError(f"{path}:{lineno}: query {qid!r} again (also line {seen[qid]}); expected one line per query")
+            raise DataError(
+                f"{path}:{lineno}: query {qid!r} again (also line {seen[qid]}); expected one line per query"
+            )
         seen[qid] = lineno
         for rank, item in enumerate(ranking, 1):
-            ok = (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
-                  and isinstance(item[1], (int, float)) and not isinstance(item[1], bool))
+            ok = (
+                isinstance(item, list)
+                and len(item) == 2
+                and isinstance(item[0], str)
+                and isinstance(item[1], (int, float))
+                and not isinstance(item[1], bool)
+            )
             if not ok:
                 raise DataError(f"{path}:{lineno}: query {qid!r}, item {rank}: {expected}")
             if not math.isfinite(item[1]):
-                raise DataError(f"{path}:{lineno}: query {qid!r} gives {item[0]!r} the score {item[1]!r}; "
-                                "expected a finite score")
+                raise DataError(
+                    f"{path}:{lineno}: query {qid!r} gives {item[0]!r} the score {item[1]!r}; expected a finite score"
+                )
             yield Entry(lineno, qid, item[0], rank, float(item[1]))
 
 
@@ -111,17 +122,25 @@ def check_entries(path: Path, entries: Iterable[Entry], split) -> dict[str, list
     rank_line: dict[tuple[str, int], int] = {}
     for e in entries:
         if e.qid not in queries:
-            raise DataError(f"{path}:{e.lineno}: query {e.qid!r} is not a query of {what} "
-                            f"(expected one of its {len(queries)} query ids)")
+            raise DataError(
+                f"{path}:{e.lineno}: query {e.qid!r} is not a query of {what} "
+                f"(expected one of its {len(queries)} query ids)"
+            )
         if e.docid not in candidates:
-            raise DataError(f"{path}:{e.lineno}: document {e.docid!r} is not a candidate of {what} "
-                            f"(expected one of its {len(candidates)} candidate ids)")
+            raise DataError(
+                f"{path}:{e.lineno}: document {e.docid!r} is not a candidate of {what} "
+                f"(expected one of its {len(candidates)} candidate ids)"
+            )
         if (e.qid, e.docid) in doc_line:
-            raise DataError(f"{path}:{e.lineno}: query {e.qid!r} ranks document {e.docid!r} again (also line "
-                            f"{doc_line[(e.qid, e.docid)]}); expected each document once per query")
+            raise DataError(
+                f"{path}:{e.lineno}: query {e.qid!r} ranks document {e.docid!r} again (also line "
+                f"{doc_line[(e.qid, e.docid)]}); expected each document once per query"
+            )
         if (e.qid, e.rank) in rank_line:
-            raise DataError(f"{path}:{e.lineno}: query {e.qid!r} has rank {e.rank} again (also line "
-                            f"{rank_line[(e.qid, e.rank)]}); expected one document per rank")
+            raise DataError(
+                f"{path}:{e.lineno}: query {e.qid!r} has rank {e.rank} again (also line "
+                f"{rank_line[(e.qid, e.rank)]}); expected one document per rank"
+            )
         doc_line[(e.qid, e.docid)] = rank_line[(e.qid, e.rank)] = e.lineno
         by_query[e.qid].append(e)
     if not by_query:
@@ -131,9 +150,11 @@ def check_entries(path: Path, entries: Iterable[Entry], split) -> dict[str, list
         ranked.sort(key=lambda e: e.rank)
         for above, e in zip(ranked, ranked[1:]):
             if e.score > above.score:
-                raise DataError(f"{path}:{e.lineno}: query {qid!r}: rank {e.rank} scores {e.score!r}, above rank "
-                                f"{above.rank}'s {above.score!r} (line {above.lineno}); expected scores that do "
-                                "not increase down the ranks")
+                raise DataError(
+                    f"{path}:{e.lineno}: query {qid!r}: rank {e.rank} scores {e.score!r}, above rank "
+                    f"{above.rank}'s {above.score!r} (line {above.lineno}); expected scores that do "
+                    "not increase down the ranks"
+                )
         out[qid] = [(e.docid, e.score) for e in ranked]
     return out
 
@@ -158,8 +179,10 @@ def check_own_run(run_dir: Path, name: str) -> None:
         except HarnessError:
             continue  # unreadable: the leaderboard reports it
         if system != SUBMITTED:
-            raise HarnessError(f"{path}: run {name!r} holds results of system {system!r}; submitted rankings go "
-                               "under a run name of their own: choose another --name")
+            raise HarnessError(
+                f"{path}: run {name!r} holds results of system {system!r}; submitted rankings go "
+                "under a run name of their own: choose another --name"
+            )
 
 
 def _one_line(text: str) -> str:
@@ -190,22 +213,27 @@ def submit(registry, sub: Submission, log=_log.info):
     check_runs_dir(runs_dir, sub.collection, sub.name)
     path = result_path(runs_dir, sub.collection, sub.name, sub.seed)
     if path.exists() and not sub.overwrite:
-        raise HarnessError(f"{path}: seed {sub.seed} of run {sub.name!r} exists; --overwrite replaces it, or choose "
-                           "another --name")
+        raise HarnessError(
+            f"{path}: seed {sub.seed} of run {sub.name!r} exists; --overwrite replaces it, or choose another --name"
+        )
     check_own_run(path.parent, sub.name)
     source = ManifestSource(manifest_places(runs_dir, sub.splits_dir), registry, sub.data_dir)
     split = source.get(sub.collection, sub.seed, Path(sub.file))
     file = Path(sub.file)
     submitted, tag = read_submitted(file, sub.format, split)
     ranked = check_rankings(submitted, split, sub.depth, SUBMITTED)  # the tie rule, cut at depth
-    reordered = sum(1 for q, r in submitted.items() if [c for c, _ in r[:sub.depth]] != [c for c, _ in ranked[q]])
+    reordered = sum(1 for q, r in submitted.items() if [c for c, _ in r[: sub.depth]] != [c for c, _ in ranked[q]])
     if reordered:
-        log(f"{file}: {reordered} quer{'y' if reordered == 1 else 'ies'} with tied scores put in the harness's tie "
-            "order (score descending, then document id ascending)")
+        log(
+            f"{file}: {reordered} quer{'y' if reordered == 1 else 'ies'} with tied scores put in the harness's tie "
+            "order (score descending, then document id ascending)"
+        )
     cut = sum(1 for r in submitted.values() if len(r) > sub.depth)
     if cut:
-        log(f"{file}: {cut} quer{'y' if cut == 1 else 'ies'} ranked more than {sub.depth} documents; the top "
-            f"{sub.depth} are kept (--depth)")
+        log(
+            f"{file}: {cut} quer{'y' if cut == 1 else 'ies'} ranked more than {sub.depth} documents; the top "
+            f"{sub.depth} are kept (--depth)"
+        )
     scores = evaluate(ranked, split.needles, split.query_genres)
     result: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -220,17 +248,25 @@ def submit(registry, sub: Submission, log=_log.info):
         **scores,
         "provenance": {**provenance(), "device": "not recorded (submitted rankings)"},
         "extra": {},
-        "submission": {"format": sub.format, "file": file.name,
-                       "file_sha256": hashlib.sha256(file.read_bytes()).hexdigest(), "tag": tag,
-                       "submitter": _one_line(sub.submitter), "description": _one_line(sub.description)},
+        "submission": {
+            "format": sub.format,
+            "file": file.name,
+            "file_sha256": hashlib.sha256(file.read_bytes()).hexdigest(),
+            "tag": tag,
+            "submitter": _one_line(sub.submitter),
+            "description": _one_line(sub.description),
+        },
     }
     from harness.runs.run_job import run_folder_lock
 
     with run_folder_lock(path.parent):  # one writer of the run folder at a time; the check again under the lock
         if path.exists() and not sub.overwrite:
-            raise HarnessError(f"{path}: seed {sub.seed} of run {sub.name!r} exists; --overwrite replaces it, or "
-                               "choose another --name")
+            raise HarnessError(
+                f"{path}: seed {sub.seed} of run {sub.name!r} exists; --overwrite replaces it, or choose another --name"
+            )
         write_result(path, result, ranked)
-    log(f"{sub.name} on {split.collection} seed {split.seed} (submitted, {scores['n_ranked']} of "
-        f"{scores['n_queries']} queries ranked): {metrics_line(scores['metrics'])}  -> {path}")
+    log(
+        f"{sub.name} on {split.collection} seed {split.seed} (submitted, {scores['n_ranked']} of "
+        f"{scores['n_queries']} queries ranked): {metrics_line(scores['metrics'])}  -> {path}"
+    )
     return RunOutcome(path, False, scores["metrics"])

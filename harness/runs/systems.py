@@ -1,4 +1,5 @@
 """Build a registered system from its name and `--set` overrides, through the registry alone."""
+
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping, NamedTuple
@@ -25,7 +26,9 @@ def build_system(registry: Registry, name: str, overrides: Mapping[str, Any] | N
     return BuiltSystem(spec, config, load_object(spec.factory)(config))
 
 
-def text_embedder(registry: Registry, name: str, overrides: Mapping[str, Any] | None = None) -> Callable[[list[str]], np.ndarray]:
+def text_embedder(
+    registry: Registry, name: str, overrides: Mapping[str, Any] | None = None
+) -> Callable[[list[str]], np.ndarray]:
     """texts -> vectors through any registered system that can encode; the system is built on first use."""
     spec = registry.system(name)
     if "encode" not in spec.capabilities:

@@ -1,5 +1,6 @@
 """`aa-harness train`: read training documents, build the system's config, call its trainer,
 and write the model card (harness.runs.models) into the model folder and the training log."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,13 @@ from harness.runs.models import model_card, training_data_fingerprint, write_mod
 from harness.specs import load_object
 
 
-def train_job(registry: Registry, system: str, train_files: Sequence[str | Path], out_dir: str | Path,
-              overrides: Mapping[str, str] | None = None) -> Path:
+def train_job(
+    registry: Registry,
+    system: str,
+    train_files: Sequence[str | Path],
+    out_dir: str | Path,
+    overrides: Mapping[str, str] | None = None,
+) -> Path:
     spec = registry.system(system)
     if not spec.trainer:
         trainable = sorted(s.name for s in registry.systems.values() if s.trainer)
@@ -27,17 +33,31 @@ def train_job(registry: Registry, system: str, train_files: Sequence[str | Path]
     documents = list(read_documents(train_files).values())
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out_dir / "train_config.json", json.dumps(
-        {"system": system, "config": config_dict(config), "train_files": [str(f) for f in train_files],
-         "provenance": provenance()}, indent=1) + "\n")
+    atomic_write_text(
+        out_dir / "train_config.json",
+        json.dumps(
+            {
+                "system": system,
+                "config": config_dict(config),
+                "train_files": [str(f) for f in train_files],
+                "provenance": provenance(),
+            },
+            indent=1,
+        )
+        + "\n",
+    )
     data = training_data_fingerprint(documents, train_files)
     model_dir = load_object(spec.trainer)(config, documents, out_dir)
     log_path = out_dir / "train_log.json"
     main_process = os.environ.get("RANK", "0") == "0"
     if main_process and log_path.is_file():  # make the log and the model self-describing (rank 0 wrote them)
         log = json.loads(log_path.read_text())
-        card = model_card(system=system, sections=config_sections(config), data=data, train_log=log, commit=git_commit())
+        card = model_card(
+            system=system, sections=config_sections(config), data=data, train_log=log, commit=git_commit()
+        )
         write_model_card(Path(model_dir), card)
-        atomic_write_text(log_path, json.dumps({"system": system, "config": config_dict(config), **log, "card": card},
-                                               indent=1) + "\n")
+        atomic_write_text(
+            log_path,
+            json.dumps({"system": system, "config": config_dict(config), **log, "card": card}, indent=1) + "\n",
+        )
     return model_dir

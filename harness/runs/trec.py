@@ -8,6 +8,7 @@ precision, so two scores that differ only beyond float32's 7 digits are a tie th
 run's scores are strictly decreasing within each query *in single precision*: the tools then see
 the harness's order, whatever they do with ties.
 """
+
 from __future__ import annotations
 
 import math
@@ -65,15 +66,19 @@ def format_run(rankings: Mapping[str, Sequence[tuple[str, float]]], tag: str, wh
             continue
         scores = strictly_decreasing([float(s) for _, s in ranking])
         for rank, ((doc, _), score) in enumerate(zip(ranking, scores), 1):
-            lines.append(f"{_plain(qid, 'query id', where)} Q0 {_plain(doc, 'document id', where)} "
-                         f"{rank} {score} {tag}\n")
+            lines.append(
+                f"{_plain(qid, 'query id', where)} Q0 {_plain(doc, 'document id', where)} {rank} {score} {tag}\n"
+            )
     return "".join(lines)
 
 
 def format_qrels(needles: Mapping[str, Sequence[str]], where: str) -> str:
     """TREC qrels lines, `qid 0 docid 1` for each needle of each query (sorted)."""
-    return "".join(f"{_plain(q, 'query id', where)} 0 {_plain(d, 'document id', where)} 1\n"
-                   for q in sorted(needles) for d in sorted(needles[q]))
+    return "".join(
+        f"{_plain(q, 'query id', where)} 0 {_plain(d, 'document id', where)} 1\n"
+        for q in sorted(needles)
+        for d in sorted(needles[q])
+    )
 
 
 @dataclass(frozen=True)
@@ -111,8 +116,9 @@ def read_run(path: Path) -> Iterator[RunLine]:
 
 def _parse(fields: list[str], where: str, lineno: int) -> RunLine:
     if len(fields) != 6:
-        raise DataError(f"{where}: expected `{RUN_FIELDS}` (6 fields separated by whitespace), got {len(fields)} "
-                        "field(s)")
+        raise DataError(
+            f"{where}: expected `{RUN_FIELDS}` (6 fields separated by whitespace), got {len(fields)} field(s)"
+        )
     qid, _, docid, rank, score, tag = fields
     try:
         r = int(rank)

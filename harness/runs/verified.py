@@ -14,6 +14,7 @@ Results written by this version also carry `result_sha256`, a seal over every ot
 the fields nothing can recompute (provenance, extra) are covered too. Results written before it
 have no seal and are verified by recomputation alone: nothing has to be rewritten.
 """
+
 from __future__ import annotations
 
 import logging
@@ -90,21 +91,27 @@ def verify(path: Path, result: Mapping[str, Any], split, registry=None) -> dict[
     if SEAL in result and result[SEAL] != seal(result):
         raise DataError(f"{path}: a field was edited after the result was written ({SEAL} does not match)")
     if result["split_sha256"] != split.sha256:
-        raise DataError(f"{path}: made on split {result['split_sha256'][:12]}…, the manifest of "
-                        f"{split.collection} seed {split.seed} is {split.sha256[:12]}…")
+        raise DataError(
+            f"{path}: made on split {result['split_sha256'][:12]}…, the manifest of "
+            f"{split.collection} seed {split.seed} is {split.sha256[:12]}…"
+        )
     if (result["collection"], result["seed"]) != (split.collection, split.seed):
-        raise DataError(f"{path}: names {result['collection']} seed {result['seed']}, checked against the manifest of "
-                        f"{split.collection} seed {split.seed}")
+        raise DataError(
+            f"{path}: names {result['collection']} seed {result['seed']}, checked against the manifest of "
+            f"{split.collection} seed {split.seed}"
+        )
     depth = result["depth"]
     if depth < MIN_DEPTH:
         raise DataError(f"{path}: depth {depth} is below {MIN_DEPTH} (Success@100 needs the top 100)")
     if result["n_candidates"] != len(split.candidates):
-        raise DataError(f"{path}: n_candidates {result['n_candidates']}, but the manifest's pool has "
-                        f"{len(split.candidates)}")
+        raise DataError(
+            f"{path}: n_candidates {result['n_candidates']}, but the manifest's pool has {len(split.candidates)}"
+        )
     digest = rankings_sha256(path)
     if "rankings_sha256" in result and result["rankings_sha256"] != digest:
-        raise DataError(f"{rankings_path(path)}: sha256 differs from the one {path.name} records "
-                        "(rankings replaced or truncated)")
+        raise DataError(
+            f"{rankings_path(path)}: sha256 differs from the one {path.name} records (rankings replaced or truncated)"
+        )
     rankings = read_rankings(path)
     queries = {q.documentID for q in split.queries}
     candidates = set(split.candidates)
@@ -112,8 +119,9 @@ def verify(path: Path, result: Mapping[str, Any], split, registry=None) -> dict[
         if qid not in queries:
             raise DataError(f"{rankings_path(path)}: ranks {qid!r}, not a query of the split")
         if len(ranking) > depth:
-            raise DataError(f"{rankings_path(path)}: query {qid!r} ranks {len(ranking)} candidates, deeper than "
-                            f"depth {depth}")
+            raise DataError(
+                f"{rankings_path(path)}: query {qid!r} ranks {len(ranking)} candidates, deeper than depth {depth}"
+            )
         ids = [c for c, _ in ranking]
         stray = next((c for c in ids if c not in candidates), None)
         if stray is not None:
@@ -128,8 +136,10 @@ def verify(path: Path, result: Mapping[str, Any], split, registry=None) -> dict[
     if differ:
         k = differ[0]
         detail = f" (stored {result[k]!r}, recomputed {scores[k]!r})" if k == "metrics" else ""
-        raise DataError(f"{path}: {', '.join(differ)} differ from what its rankings give{detail}; "
-                        "the result was edited or its rankings replaced")
+        raise DataError(
+            f"{path}: {', '.join(differ)} differ from what its rankings give{detail}; "
+            "the result was edited or its rankings replaced"
+        )
     if registry is not None:
         check_system(path, result, registry)
     return {**result, **{k: scores[k] for k in fields}}
@@ -207,11 +217,18 @@ def _registry_or_none(registry):
     return load_registry(warn=lambda msg: log.warning("%s", msg))
 
 
-def verified_results(runs_dir: Path, splits_dir: Path | None = None, *, collection: str | None = None,
-                     runs: Iterable[str] | None = None, registry=None, data_dir=None, loaded=None,
-                     keep: Callable[[str, str], bool] | None = None,
-                     manifests_of: Mapping[tuple[str, str], str] | None = None,
-                     ) -> dict[tuple[str, str], list[tuple[Path, dict[str, Any]]]]:
+def verified_results(
+    runs_dir: Path,
+    splits_dir: Path | None = None,
+    *,
+    collection: str | None = None,
+    runs: Iterable[str] | None = None,
+    registry=None,
+    data_dir=None,
+    loaded=None,
+    keep: Callable[[str, str], bool] | None = None,
+    manifests_of: Mapping[tuple[str, str], str] | None = None,
+) -> dict[tuple[str, str], list[tuple[Path, dict[str, Any]]]]:
     """(collection, run) -> [(path, verified result)] in seed order, for every result under runs_dir
     (or those of `collection` and the named `runs`).
 
@@ -224,8 +241,11 @@ def verified_results(runs_dir: Path, splits_dir: Path | None = None, *, collecti
 
     runs_dir = Path(runs_dir)
     if not runs_dir.is_dir():
-        raise DataError(f"{runs_dir}: runs folder not found" if not runs_dir.exists()
-                        else f"{runs_dir}: is a file, not a runs folder")
+        raise DataError(
+            f"{runs_dir}: runs folder not found"
+            if not runs_dir.exists()
+            else f"{runs_dir}: is a file, not a runs folder"
+        )
     registry = _registry_or_none(registry)
     source = ManifestSource(manifest_places(runs_dir, splits_dir), registry, data_dir, loaded)
     wanted = set(runs) if runs is not None else None
@@ -243,8 +263,9 @@ def verified_results(runs_dir: Path, splits_dir: Path | None = None, *, collecti
         folder = (manifests_of or {}).get((res["collection"], res["run_name"]))
         key = (folder or res["collection"], res["seed"])
         if key in split_of and split_of[key][0] != res["split_sha256"]:
-            raise DataError(f"{path}: seed {res['seed']} of {res['collection']!r} was run on another split than "
-                            f"{split_of[key][1]}")
+            raise DataError(
+                f"{path}: seed {res['seed']} of {res['collection']!r} was run on another split than {split_of[key][1]}"
+            )
         split_of.setdefault(key, (res["split_sha256"], path))
         split = source.get(res["collection"], res["seed"], path, folder)
         out[(res["collection"], res["run_name"])].append((path, verify(path, res, split, registry)))

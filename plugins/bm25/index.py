@@ -6,6 +6,7 @@ hours. Here the per-(document, term) weights are precomputed once as a sparse ma
 all queries are scored with one sparse product. Like rank-bm25, a term repeated in the
 query counts once per occurrence.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -22,7 +23,9 @@ class BM25Index:
             indices.extend(vocab.setdefault(t, len(vocab)) for t in tokens)
             indptr.append(len(indices))
         data = np.ones(len(indices), dtype=np.float64)
-        tf = sp.csr_matrix((data, np.asarray(indices, dtype=np.int64), np.asarray(indptr)), shape=(len(corpus), len(vocab)))
+        tf = sp.csr_matrix(
+            (data, np.asarray(indices, dtype=np.int64), np.asarray(indptr)), shape=(len(corpus), len(vocab))
+        )
         tf.sum_duplicates()  # counts per (document, term)
         n_docs = len(corpus)
         doc_len = np.diff(np.asarray(indptr)).astype(np.float64)

@@ -20,7 +20,7 @@ class BM25System:
         ids = [d.documentID for d in candidates]
         out = {}
         for start in range(0, len(queries), 256):  # bounded memory on large pools
-            block = queries[start:start + 256]
+            block = queries[start : start + 256]
             scores = index.scores([tokenize(q.fullText) for q in block])
             out.update({q.documentID: r for q, r in zip(block, top_k(scores, ids, k, [q.documentID for q in block]))})
         return out

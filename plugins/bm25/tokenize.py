@@ -1,4 +1,5 @@
 """The BM25 tokenizer: lowercased Unicode word runs."""
+
 from __future__ import annotations
 
 import re

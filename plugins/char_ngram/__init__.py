@@ -1,4 +1,5 @@
 """Character n-gram TF-IDF with cosine: the classic stylometric baseline."""
+
 from __future__ import annotations
 
 from harness.api import SystemSpec, hookimpl
@@ -6,9 +7,11 @@ from harness.api import SystemSpec, hookimpl
 
 @hookimpl
 def register_systems(register):
-    register(SystemSpec(
-        name="char-ngram",
-        factory="plugins.char_ngram.system:CharNgramSystem",
-        config="plugins.char_ngram.config:CharNgramConfig",
-        description="TF-IDF over character n-grams (case kept, sublinear tf), cosine similarity",
-    ))
+    register(
+        SystemSpec(
+            name="char-ngram",
+            factory="plugins.char_ngram.system:CharNgramSystem",
+            config="plugins.char_ngram.config:CharNgramConfig",
+            description="TF-IDF over character n-grams (case kept, sublinear tf), cosine similarity",
+        )
+    )

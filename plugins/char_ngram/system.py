@@ -22,9 +22,15 @@ class CharNgramSystem:
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         c = self.config
-        return TfidfVectorizer(analyzer=c.analyzer, ngram_range=(c.ngram_min, c.ngram_max), lowercase=c.lowercase,
-                               sublinear_tf=c.sublinear_tf, min_df=c.min_df, max_features=c.max_features,
-                               dtype=np.float32)  # rows come out L2-normalised: dot product = cosine
+        return TfidfVectorizer(
+            analyzer=c.analyzer,
+            ngram_range=(c.ngram_min, c.ngram_max),
+            lowercase=c.lowercase,
+            sublinear_tf=c.sublinear_tf,
+            min_df=c.min_df,
+            max_features=c.max_features,
+            dtype=np.float32,
+        )  # rows come out L2-normalised: dot product = cosine
 
     def counts(self, texts: Sequence[str]):
         """The CountMatrix of every text seen so far, the given ones counted if new."""
@@ -41,8 +47,9 @@ class CharNgramSystem:
 
         counts = self.counts(texts)
         c = self.config
-        return PoolTfidf(counts, counts.rows(texts), min_df=c.min_df, max_features=c.max_features,
-                         sublinear_tf=c.sublinear_tf)
+        return PoolTfidf(
+            counts, counts.rows(texts), min_df=c.min_df, max_features=c.max_features, sublinear_tf=c.sublinear_tf
+        )
 
     def rank(self, queries: Sequence[Document], candidates: Sequence[Document], k: int):
         from plugins.char_ngram.tfidf import NotExact
@@ -57,7 +64,7 @@ class CharNgramSystem:
             return self.rank_refit(queries, candidates, k)
         out = {}
         for start, scores in blocks:
-            block = qids[start:start + len(scores)]
+            block = qids[start : start + len(scores)]
             out.update(zip(block, top_k(scores, ids, k, block)))
         return out
 
@@ -69,7 +76,7 @@ class CharNgramSystem:
         ids = [d.documentID for d in candidates]
         out = {}
         for start in range(0, len(queries), 256):
-            block = queries[start:start + 256]
+            block = queries[start : start + 256]
             scores = (vec.transform([q.fullText for q in block]) @ cand.T).toarray()
             out.update({q.documentID: r for q, r in zip(block, top_k(scores, ids, k, [q.documentID for q in block]))})
         return out

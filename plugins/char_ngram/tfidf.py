@@ -38,6 +38,7 @@ the last bit of some scores; and rows are normalised in full even though only th
 terms are scored. tests/test_char_ngram.py compares vectors, scores and rankings with
 TfidfVectorizer fitted on each pool.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
@@ -53,12 +54,12 @@ except ImportError:  # pragma: no cover - the system then fits TfidfVectorizer p
 
 # A row whose float32 squares add up to less than this has an L2 norm that does not depend on
 # the order of addition (see the module docstring; 2**30 is the bound, halved for margin).
-EXACT_NORM2 = float(2 ** 29)
+EXACT_NORM2 = float(2**29)
 # Columns per block of Blocked: the queries' block of dense vectors (BLOCK_TERMS x queries x 4 bytes,
 # 400 KiB for 100 queries) stays in a core's L2 cache while every candidate row reads from it; blocks
 # widen where their row pointers (blocks x rows) would pass MAX_BLOCK_POINTERS.
 BLOCK_TERMS = 1024
-MAX_BLOCK_POINTERS = 2 ** 23
+MAX_BLOCK_POINTERS = 2**23
 
 
 def char_analyzer(vectorizer):
@@ -116,8 +117,10 @@ class NgramCounts:
         if cached is not None:
             return cached
         counter = Counter(self.analyze(text))
-        out = (np.fromiter(map(self.vocabulary.__getitem__, counter), dtype=np.int64, count=len(counter)),
-               np.fromiter(counter.values(), dtype=np.intc, count=len(counter)))
+        out = (
+            np.fromiter(map(self.vocabulary.__getitem__, counter), dtype=np.int64, count=len(counter)),
+            np.fromiter(counter.values(), dtype=np.intc, count=len(counter)),
+        )
         self._rows[text] = out
         return out
 
@@ -161,7 +164,11 @@ class KeyedCounts:
         if vectorizer.analyzer != "char" or hi > 4:
             raise ValueError("KeyedCounts reads analyzer='char' with ngram_max <= 4")
         self.lo, self.hi = lo, hi
-        self._preprocess, self._decode, self._white = vectorizer.build_preprocessor(), vectorizer.decode, vectorizer._white_spaces
+        self._preprocess, self._decode, self._white = (
+            vectorizer.build_preprocessor(),
+            vectorizer.decode,
+            vectorizer._white_spaces,
+        )
         self.alpha = np.zeros(0, dtype=np.uint32)  # sorted code points; a character's slot value is its index + 1
         self._rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._version = 0
@@ -221,7 +228,7 @@ class KeyedCounts:
         for n in range(self.lo, min(self.hi, size) + 1):
             key = np.zeros(size - n + 1, dtype=np.uint64)
             for j in range(n):
-                key |= slots[j:size - n + 1 + j] << np.uint64(16 * (3 - j))
+                key |= slots[j : size - n + 1 + j] << np.uint64(16 * (3 - j))
             parts.append(key)
         if not parts:
             return np.zeros(0, np.uint64), np.zeros(0, np.intc)
@@ -314,13 +321,18 @@ class CountMatrix:
         position[order] = np.cumsum(first) - 1
         n_old = len(self._terms)
         self._terms = every[order[first]]
-        index_dtype = np.int32 if max(len(self._terms), len(self.indices) + len(ids)) < 2 ** 31 else np.int64
+        index_dtype = np.int32 if max(len(self._terms), len(self.indices) + len(ids)) < 2**31 else np.int64
         old_indices = self.indices
         if n_old and position[n_old - 1] != n_old - 1:  # new terms sort before old ones: renumber
             old_indices = position[:n_old].astype(index_dtype)[old_indices]
-        block = sp.csr_array((counts, position[n_old:][codes].astype(index_dtype),
-                              np.concatenate([[0], np.cumsum(lens)]).astype(index_dtype)),
-                             shape=(len(rows), len(self._terms)))
+        block = sp.csr_array(
+            (
+                counts,
+                position[n_old:][codes].astype(index_dtype),
+                np.concatenate([[0], np.cumsum(lens)]).astype(index_dtype),
+            ),
+            shape=(len(rows), len(self._terms)),
+        )
         block.sort_indices()  # a no-op for KeyedCounts, whose rows come sorted
         self.indices = np.concatenate([old_indices.astype(index_dtype, copy=False), block.indices])
         self.counts = np.concatenate([self.counts, block.data])
@@ -332,8 +344,11 @@ class CountMatrix:
     def matrix(self, rows: np.ndarray, data: np.ndarray) -> sp.csr_array:
         """The given rows (in that order) with `data` (one value per stored count) as values."""
         index_dtype = self.indices.dtype
-        full = sp.csr_array((data, self.indices, self.indptr.astype(index_dtype, copy=False)),
-                            shape=(self.n_rows, self.n_terms), copy=False)
+        full = sp.csr_array(
+            (data, self.indices, self.indptr.astype(index_dtype, copy=False)),
+            shape=(self.n_rows, self.n_terms),
+            copy=False,
+        )
         if len(rows) == self.n_rows and np.array_equal(rows, np.arange(self.n_rows)):
             return full
         return full[rows]
@@ -355,8 +370,9 @@ class CountMatrix:
         row's squared norm (cached until rows are added)."""
         if ("tf2", sublinear) not in self._cache:
             tf = self.tf(sublinear).astype(np.float64)
-            self._cache["tf2", sublinear] = np.bincount(np.repeat(np.arange(self.n_rows), np.diff(self.indptr)),
-                                                        weights=tf * tf, minlength=self.n_rows)
+            self._cache["tf2", sublinear] = np.bincount(
+                np.repeat(np.arange(self.n_rows), np.diff(self.indptr)), weights=tf * tf, minlength=self.n_rows
+            )
         return self._cache["tf2", sublinear]
 
     def document_frequency(self, pool_rows: np.ndarray) -> np.ndarray:
@@ -399,8 +415,9 @@ class Blocked:
         self.width = max(1, -(-counts.n_terms // self.n_blocks))
         self.n_rows = n_rows
         block = counts.indices // self.width
-        self.order = np.argsort(block.astype(np.int16 if self.n_blocks < 2 ** 15 else np.int64),
-                                kind="stable").astype(index_dtype)  # a radix sort for 16-bit keys
+        self.order = np.argsort(block.astype(np.int16 if self.n_blocks < 2**15 else np.int64), kind="stable").astype(
+            index_dtype
+        )  # a radix sort for 16-bit keys
         row = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(counts.indptr))
         per_row = np.bincount(block.astype(np.int64) * n_rows + row, minlength=self.n_blocks * n_rows)
         self.indptr = np.zeros((self.n_blocks, n_rows + 1), dtype=index_dtype)
@@ -424,8 +441,15 @@ class PoolTfidf:
     cosine of queries against candidates, as `(transform(queries) @ fit_transform(pool).T)`.
     """
 
-    def __init__(self, counts: CountMatrix, pool_rows: np.ndarray, *, min_df: int = 1, max_features: int | None = None,
-                 sublinear_tf: bool = False):
+    def __init__(
+        self,
+        counts: CountMatrix,
+        pool_rows: np.ndarray,
+        *,
+        min_df: int = 1,
+        max_features: int | None = None,
+        sublinear_tf: bool = False,
+    ):
         self.counts, self.sublinear_tf, self.generation = counts, sublinear_tf, counts.generation
         n = len(pool_rows)
         df = counts.document_frequency(pool_rows)
@@ -456,7 +480,7 @@ class PoolTfidf:
     def _check_exact(self, rows: np.ndarray) -> None:
         """NotExact if a row's squared norm could reach EXACT_NORM2: a bound first (every weight is at
         most tf x the largest idf, and a hair more for float32 rounding), the sum itself where it fails."""
-        bound = self.counts.tf_squares(self.sublinear_tf)[rows] * (float(self.idf.max()) ** 2 * (1 + 2 ** -20))
+        bound = self.counts.tf_squares(self.sublinear_tf)[rows] * (float(self.idf.max()) ** 2 * (1 + 2**-20))
         suspects = rows[bound >= EXACT_NORM2]
         if len(suspects):
             x = self.counts.matrix(suspects, self.counts.tf(self.sublinear_tf))
@@ -473,8 +497,11 @@ class PoolTfidf:
 
         self._check_current()
         c = self.counts
-        w = sp.csr_array((c.tf(self.sublinear_tf) * self._idf_of_term[c.indices], c.indices,
-                          c.indptr.astype(c.indices.dtype)), shape=(c.n_rows, c.n_terms), copy=False)
+        w = sp.csr_array(
+            (c.tf(self.sublinear_tf) * self._idf_of_term[c.indices], c.indices, c.indptr.astype(c.indices.dtype)),
+            shape=(c.n_rows, c.n_terms),
+            copy=False,
+        )
         return normalize(w, norm="l2", copy=False)  # in place on the new data; the indices are only read
 
     def vectors(self, rows: np.ndarray) -> sp.csr_array:
@@ -486,8 +513,9 @@ class PoolTfidf:
         x.eliminate_zeros()  # the terms outside the vocabulary
         return sp.csr_array((x.data, column[x.indices], x.indptr), shape=(len(rows), len(self.vocabulary)))
 
-    def scores(self, query_rows: np.ndarray, cand_rows: np.ndarray, *,
-               lanes: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
+    def scores(
+        self, query_rows: np.ndarray, cand_rows: np.ndarray, *, lanes: int | None = None
+    ) -> Iterator[tuple[int, np.ndarray]]:
         """(first query, float32 scores of a block of queries x all candidates) blocks, in query order.
 
         Every CountMatrix row's vector times a dense block of up to `lanes` queries' vectors (default:
@@ -501,12 +529,12 @@ class PoolTfidf:
         vec = self._normalised()
         blocked = self.counts.blocked()
         values = vec.data[blocked.order]  # in blocked order
-        lanes = lanes or max(1, min(256, 2 ** 24 // max(1, blocked.n_rows)))
+        lanes = lanes or max(1, min(256, 2**24 // max(1, blocked.n_rows)))
         return self._products(vec, blocked, values, query_rows, cand_rows, lanes)
 
     def _products(self, vec, blocked: Blocked, values, query_rows, cand_rows, lanes):
         for start in range(0, len(query_rows), lanes):
-            rows = query_rows[start:start + lanes]
+            rows = query_rows[start : start + lanes]
             at = _entries(vec.indptr, rows)
             lane = np.repeat(np.arange(len(rows)), vec.indptr[rows + 1] - vec.indptr[rows])
             keep = vec.data[at] > 0  # the vocabulary's terms
@@ -521,15 +549,25 @@ class PoolTfidf:
                 terms = column[q] % blocked.width
                 dense[terms, lane[q]] = q_values[q]
                 at = blocked.entries(b)
-                _csr_matvecs(blocked.n_rows, blocked.width, len(rows), blocked.indptr[b], blocked.local[at], values[at],
-                             dense.ravel(), out.ravel())  # out += block @ dense, each row's terms in order
+                _csr_matvecs(
+                    blocked.n_rows,
+                    blocked.width,
+                    len(rows),
+                    blocked.indptr[b],
+                    blocked.local[at],
+                    values[at],
+                    dense.ravel(),
+                    out.ravel(),
+                )  # out += block @ dense, each row's terms in order
                 dense[terms] = 0.0
             yield start, np.ascontiguousarray(out[cand_rows].T)
 
     def _check_current(self) -> None:
         if self.counts.generation != self.generation:
-            raise ValueError("texts were added to the counts after this pool was fitted (its columns moved): "
-                             "add the queries' texts before fitting the pool")
+            raise ValueError(
+                "texts were added to the counts after this pool was fitted (its columns moved): "
+                "add the queries' texts before fitting the pool"
+            )
 
 
 def _entries(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -1,4 +1,5 @@
 """The LUAR architecture in the released checkpoints' parameter layout (transformer.*, linear.*)."""
+
 from __future__ import annotations
 
 import math
@@ -13,8 +14,15 @@ from harness.neural.pooling import mean_pool
 class LUAR(TextEncoder):
     similarity = "cosine"
 
-    def __init__(self, transformer, tokenizer, embedding_size: int = 512, chunk_tokens: int = 32, max_chunks: int = 16,
-                 identity: str = "luar"):
+    def __init__(
+        self,
+        transformer,
+        tokenizer,
+        embedding_size: int = 512,
+        chunk_tokens: int = 32,
+        max_chunks: int = 16,
+        identity: str = "luar",
+    ):
         super().__init__()
         self.transformer = transformer
         self.freeze_unused_pooler(transformer)
@@ -27,10 +35,11 @@ class LUAR(TextEncoder):
     # -- features: a document becomes an episode of chunks, each with its own special tokens
     def featurize(self, texts: Sequence[str]) -> list[list[list[int]]]:
         body = self.chunk_tokens - 2
-        ids = self.tokenizer(list(texts), add_special_tokens=False, truncation=True,
-                             max_length=body * self.max_chunks)["input_ids"]
+        ids = self.tokenizer(list(texts), add_special_tokens=False, truncation=True, max_length=body * self.max_chunks)[
+            "input_ids"
+        ]
         cls, sep = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
-        return [[[cls, *doc[i:i + body], sep] for i in range(0, max(len(doc), 1), body)] for doc in ids]
+        return [[[cls, *doc[i : i + body], sep] for i in range(0, max(len(doc), 1), body)] for doc in ids]
 
     def feature_length(self, feature) -> int:
         return len(feature) * self.chunk_tokens

@@ -38,13 +38,21 @@ def load_released(folder: Path, backbone: str, chunk_tokens: int = 32, max_chunk
 
     meta = json.loads((folder / "config.json").read_text()) if (folder / "config.json").is_file() else {}
     transformer = AutoModel.from_config(AutoConfig.from_pretrained(resolve_model(backbone)))
-    model = LUAR(transformer, load_tokenizer(backbone), meta.get("embedding_size", 512), chunk_tokens, max_chunks,
-                 identity=f"luar|{weights_fingerprint(str(folder)) or folder}|{chunk_tokens}x{max_chunks}")
+    model = LUAR(
+        transformer,
+        load_tokenizer(backbone),
+        meta.get("embedding_size", 512),
+        chunk_tokens,
+        max_chunks,
+        identity=f"luar|{weights_fingerprint(str(folder)) or folder}|{chunk_tokens}x{max_chunks}",
+    )
     missing, unexpected = model.load_state_dict(released_state_dict(_read_state(folder)), strict=False)
     missing = [k for k in missing if not k.endswith("position_ids")]
     if missing or unexpected:
-        raise HarnessError(f"{folder}: not a LUAR checkpoint for backbone {backbone} "
-                           f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
+        raise HarnessError(
+            f"{folder}: not a LUAR checkpoint for backbone {backbone} "
+            f"(missing {missing[:3]}, unexpected {unexpected[:3]})"
+        )
     return model
 
 
@@ -54,8 +62,14 @@ def build(config: LUARConfig) -> LUAR:
     if config.checkpoint:
         return load_released(_fetch(config.checkpoint), config.backbone, config.chunk_tokens, config.max_chunks)
     transformer, tokenizer, path = load_backbone(config.backbone)
-    return LUAR(transformer, tokenizer, config.embedding_size, config.chunk_tokens, config.max_chunks,
-                identity=f"luar-fresh|{weights_fingerprint(path) or path}|seed{config.seed}")
+    return LUAR(
+        transformer,
+        tokenizer,
+        config.embedding_size,
+        config.chunk_tokens,
+        config.max_chunks,
+        identity=f"luar-fresh|{weights_fingerprint(path) or path}|seed{config.seed}",
+    )
 
 
 def save(model: LUAR, folder: Path) -> None:
@@ -65,14 +79,26 @@ def save(model: LUAR, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().float().cpu().contiguous() for k, v in model.state_dict().items()}
     save_file(state, folder / "model.safetensors")
-    atomic_write_text(folder / "config.json", json.dumps({"model_type": "LUAR", "embedding_size": model.linear.out_features,
-                                                          "chunk_tokens": model.chunk_tokens, "max_chunks": model.max_chunks}, indent=1))
+    atomic_write_text(
+        folder / "config.json",
+        json.dumps(
+            {
+                "model_type": "LUAR",
+                "embedding_size": model.linear.out_features,
+                "chunk_tokens": model.chunk_tokens,
+                "max_chunks": model.max_chunks,
+            },
+            indent=1,
+        ),
+    )
 
 
 class LUARSystem(EncoderSystem):
     def __init__(self, config: LUARConfig):
         model = build(config)
-        super().__init__(model, config, describe={"backbone": config.backbone, "checkpoint": config.model or config.checkpoint})
+        super().__init__(
+            model, config, describe={"backbone": config.backbone, "checkpoint": config.model or config.checkpoint}
+        )
 
 
 def train(config: LUARConfig, documents, out_dir: Path) -> Path:

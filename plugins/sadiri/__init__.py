@@ -1,4 +1,5 @@
 """SADIRI: a transformer bi-encoder (RoBERTa-large in the paper) trained with hard-negative batches."""
+
 from __future__ import annotations
 
 from harness.api import SystemSpec, hookimpl
@@ -6,11 +7,13 @@ from harness.api import SystemSpec, hookimpl
 
 @hookimpl
 def register_systems(register):
-    register(SystemSpec(
-        name="sadiri",
-        factory="plugins.sadiri.system:SADIRISystem",
-        config="plugins.sadiri.config:SADIRIConfig",
-        description="SADIRI bi-encoder: mean pooling, SupCon with hard-negative batches (untrained backbone without model=)",
-        capabilities=("encode", "train"),
-        trainer="plugins.sadiri.system:train",
-    ))
+    register(
+        SystemSpec(
+            name="sadiri",
+            factory="plugins.sadiri.system:SADIRISystem",
+            config="plugins.sadiri.config:SADIRIConfig",
+            description="SADIRI bi-encoder: mean pooling, SupCon with hard-negative batches (untrained backbone without model=)",
+            capabilities=("encode", "train"),
+            trainer="plugins.sadiri.system:train",
+        )
+    )

@@ -32,8 +32,12 @@ def save(model: SADIRIEncoder, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     model.backbone.save_pretrained(folder)
     model.tokenizer.save_pretrained(folder)
-    atomic_write_text(folder / "aa_model.json", json.dumps(
-        {"system": "sadiri", "pooling": "mean", "similarity": "cosine", "max_length": model.max_length}, indent=1))
+    atomic_write_text(
+        folder / "aa_model.json",
+        json.dumps(
+            {"system": "sadiri", "pooling": "mean", "similarity": "cosine", "max_length": model.max_length}, indent=1
+        ),
+    )
 
 
 class SADIRISystem(EncoderSystem):

@@ -1,5 +1,6 @@
 """SADIRI-v2's configs, torch-free: the retriever's and the reranker's recipes, the LoRA spec
 both share, and their inference settings (sections: harness.neural.recipe)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -73,7 +74,9 @@ class RetrieverRecipe(ContrastiveRecipe):
         if self.similarity not in ("dot", "cosine"):
             raise ValueError(f"similarity must be 'dot' or 'cosine', got {self.similarity!r}")
         if self.projection_init not in PROJECTION_INITS:
-            raise ValueError(f"projection_init must be one of {', '.join(PROJECTION_INITS)}, got {self.projection_init!r}")
+            raise ValueError(
+                f"projection_init must be one of {', '.join(PROJECTION_INITS)}, got {self.projection_init!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -104,10 +107,12 @@ NEGATIVE_SAMPLING = ("sampled", "nearest")
 
 
 def parse_strategy(text: str) -> tuple[str, ...]:
-    """"q+p+r" -> ("q", "p", "r") in canonical order; any non-empty combination of q, p, r."""
+    """ "q+p+r" -> ("q", "p", "r") in canonical order; any non-empty combination of q, p, r."""
     parts = [p.strip() for p in text.split("+") if p.strip()]
     if not parts or any(p not in STRATEGY_CODES for p in parts) or len(set(parts)) != len(parts):
-        raise ValueError(f"strategy must be a non-empty '+'-joined subset of q, p, r (n(d_q), n(d_q+), n(r)); got {text!r}")
+        raise ValueError(
+            f"strategy must be a non-empty '+'-joined subset of q, p, r (n(d_q), n(d_q+), n(r)); got {text!r}"
+        )
     return tuple(c for c in STRATEGY_CODES if c in parts)
 
 
@@ -159,7 +164,9 @@ class RerankerRecipe(TrainingRecipe):
         if not 0 < self.author_fraction <= 1:
             raise ValueError("author_fraction must be in (0, 1]")
         if self.negative_sampling not in NEGATIVE_SAMPLING:
-            raise ValueError(f"negative_sampling must be one of {', '.join(NEGATIVE_SAMPLING)}, got {self.negative_sampling!r}")
+            raise ValueError(
+                f"negative_sampling must be one of {', '.join(NEGATIVE_SAMPLING)}, got {self.negative_sampling!r}"
+            )
         if self.negative_pool < self.negatives or self.queries_per_batch < 1:
             raise ValueError("negative_pool must be >= negatives, and queries_per_batch >= 1")
 
@@ -188,7 +195,9 @@ class RerankerTrainingRun(Section):
 
 
 @dataclass(frozen=True)
-class RerankerConfig(RerankerRecipe, LoRASpec, TrainedModel, RerankerTrainingRun, TrainingRun, RerankerInference, Runtime):
+class RerankerConfig(
+    RerankerRecipe, LoRASpec, TrainedModel, RerankerTrainingRun, TrainingRun, RerankerInference, Runtime
+):
     """The SADIRI-v2 reranker: its recipe and LoRA, how to run them, how to score.
 
     model: a folder written by `aa-harness train sadiri-v2-reranker` (its `model/` subfolder).
@@ -206,5 +215,7 @@ def describe_run(config: dict) -> str:
     return label
 
 
-REPORT_NOTE = ("Negatives the reranker was trained on: n(d_q) nearest the query, n(d_q+) nearest the positive, n(r) "
-               "random (sentence-transformers/all-mpnet-base-v2 cosine); m = 12 split evenly over the chosen kinds.")
+REPORT_NOTE = (
+    "Negatives the reranker was trained on: n(d_q) nearest the query, n(d_q+) nearest the positive, n(r) "
+    "random (sentence-transformers/all-mpnet-base-v2 cosine); m = 12 split evenly over the chosen kinds."
+)

@@ -4,6 +4,7 @@ positive, n(r) at random -- never by the query's author.
 Neighbours come from SBERT cosine over the training collection, computed once per
 (collection, model) and cached as a small .npz of neighbour indices.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,16 +25,22 @@ def nearest_other_author(vecs: np.ndarray, authors: Sequence[str], k: int, block
     k = min(k, len(v) - 1)
     out = np.empty((len(v), k), dtype=np.int64)
     for start in range(0, len(v), block):
-        sims = v[start:start + block] @ v.T
-        sims[codes[start:start + block, None] == codes[None, :]] = -np.inf  # own author (and self)
+        sims = v[start : start + block] @ v.T
+        sims[codes[start : start + block, None] == codes[None, :]] = -np.inf  # own author (and self)
         top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
         order = np.argsort(-np.take_along_axis(sims, top, axis=1), axis=1, kind="stable")
-        out[start:start + block] = np.take_along_axis(top, order, axis=1)
+        out[start : start + block] = np.take_along_axis(top, order, axis=1)
     return out
 
 
-def cached_neighbours(texts: Sequence[str], authors: Sequence[str], embed: Callable[[list[str]], np.ndarray],
-                      model_id: str, k: int, cache_dir: Path) -> np.ndarray:
+def cached_neighbours(
+    texts: Sequence[str],
+    authors: Sequence[str],
+    embed: Callable[[list[str]], np.ndarray],
+    model_id: str,
+    k: int,
+    cache_dir: Path,
+) -> np.ndarray:
     h = hashlib.sha256(model_id.encode())
     for t, a in zip(texts, authors):
         h.update(hashlib.sha256(t.encode()).digest() + a.encode() + b"\0")
@@ -53,8 +60,17 @@ def split_counts(m: int, categories: Sequence[str]) -> dict[str, int]:
     return {c: base + (i < extra) for i, c in enumerate(categories)}
 
 
-def draw_negatives(query: int, positive: int, strategy: str, m: int, neighbours: np.ndarray,
-                   authors: Sequence[str], rng: random.Random, *, pool: int | None = None) -> list[int]:
+def draw_negatives(
+    query: int,
+    positive: int,
+    strategy: str,
+    m: int,
+    neighbours: np.ndarray,
+    authors: Sequence[str],
+    rng: random.Random,
+    *,
+    pool: int | None = None,
+) -> list[int]:
     """m distinct negatives for (query, positive): from each chosen neighbour list the nearest
     ones (pool None) or a uniform sample of its `pool` nearest usable ones; random ones uniformly
     from the other authors' documents."""

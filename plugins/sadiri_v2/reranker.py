@@ -1,5 +1,6 @@
 """The SADIRI-v2 reranker: an LLM cross-encoder over `query U+2980 candidate` (Eq. 3), its
 saved form (PEFT adapter + 1 x E head + JSON), and scoring. Its training: reranker_training.py."""
+
 from __future__ import annotations
 
 import hashlib
@@ -40,7 +41,9 @@ class PairScorer(TokenEncoder):
         on its own; special tokens (BOS, EOS) come outside that budget."""
         tok, c = self.tokenizer, self.config
         q = tok(query, add_special_tokens=False, truncation=True, max_length=c.max_query_tokens)["input_ids"]
-        cs = tok(list(candidates), add_special_tokens=False, truncation=True, max_length=c.max_candidate_tokens)["input_ids"]
+        cs = tok(list(candidates), add_special_tokens=False, truncation=True, max_length=c.max_candidate_tokens)[
+            "input_ids"
+        ]
         return self.bos + q + self.delimiter_ids, [d + self.eos for d in cs]
 
     def pair_features(self, query: str, candidates: Sequence[str]) -> list[list[int]]:
@@ -54,13 +57,17 @@ class PairScorer(TokenEncoder):
 
     def hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # left padding must not shift positions
-        return self.backbone(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions).last_hidden_state
+        return self.backbone(
+            input_ids=input_ids, attention_mask=attention_mask, position_ids=positions
+        ).last_hidden_state
 
     def identity(self) -> str:
         return self._identity
 
     def enable_gradient_checkpointing(self) -> bool:
-        return checkpoint_backbone(self.backbone.get_base_model() if hasattr(self.backbone, "get_base_model") else self.backbone)
+        return checkpoint_backbone(
+            self.backbone.get_base_model() if hasattr(self.backbone, "get_base_model") else self.backbone
+        )
 
 
 def new_for_training(config: RerankerConfig) -> PairScorer:
@@ -77,14 +84,18 @@ def load(config: RerankerConfig) -> PairScorer:
     from safetensors.torch import load_file
 
     if config.model is None:
-        raise HarnessError("sadiri-v2-reranker needs a trained model: --model DIR (from `aa-harness train sadiri-v2-reranker`)")
+        raise HarnessError(
+            "sadiri-v2-reranker needs a trained model: --model DIR (from `aa-harness train sadiri-v2-reranker`)"
+        )
     folder = Path(config.model)
     if not (folder / MODEL_JSON).is_file():
         raise HarnessError(f"{folder}: not a trained sadiri-v2-reranker folder ({MODEL_JSON} missing)")
     meta = json.loads((folder / MODEL_JSON).read_text())
     if parse_strategy(meta["strategy"]) != parse_strategy(config.strategy):
-        raise HarnessError(f"{folder} was trained with strategy {meta['strategy']!r}; pass --set strategy={meta['strategy']} "
-                           "so the run's config says what it ran")
+        raise HarnessError(
+            f"{folder} was trained with strategy {meta['strategy']!r}; pass --set strategy={meta['strategy']} "
+            "so the run's config says what it ran"
+        )
     base, tokenizer, _ = load_backbone(config.backbone, dtype=_dtype())
     model = PeftModel.from_pretrained(base, folder / "adapter")
     head = torch.nn.Linear(meta["hidden_size"], 1, bias=False)
@@ -98,13 +109,28 @@ def save(model: PairScorer, folder: Path, config: RerankerConfig) -> None:
 
     folder.mkdir(parents=True, exist_ok=True)
     model.backbone.save_pretrained(folder / "adapter")
-    save_file({k: v.detach().float().cpu().contiguous() for k, v in model.head.state_dict().items()}, folder / "head.safetensors")
-    atomic_write_text(folder / MODEL_JSON, json.dumps({
-        "system": "sadiri-v2-reranker", "backbone": config.backbone, "hidden_size": model.head.in_features,
-        "strategy": "+".join(parse_strategy(config.strategy)), "negatives": config.negatives,
-        "negative_sampling": config.negative_sampling, "negative_pool": config.negative_pool,
-        "max_query_tokens": config.max_query_tokens, "max_candidate_tokens": config.max_candidate_tokens,
-        "delimiter": config.delimiter}, indent=1))
+    save_file(
+        {k: v.detach().float().cpu().contiguous() for k, v in model.head.state_dict().items()},
+        folder / "head.safetensors",
+    )
+    atomic_write_text(
+        folder / MODEL_JSON,
+        json.dumps(
+            {
+                "system": "sadiri-v2-reranker",
+                "backbone": config.backbone,
+                "hidden_size": model.head.in_features,
+                "strategy": "+".join(parse_strategy(config.strategy)),
+                "negatives": config.negatives,
+                "negative_sampling": config.negative_sampling,
+                "negative_pool": config.negative_pool,
+                "max_query_tokens": config.max_query_tokens,
+                "max_candidate_tokens": config.max_candidate_tokens,
+                "delimiter": config.delimiter,
+            },
+            indent=1,
+        ),
+    )
 
 
 class RerankerSystem:
@@ -137,28 +163,40 @@ class RerankerSystem:
         from harness.neural.oom import retry_on_oom
 
         # Out of GPU memory: halve the token budget and retry (said once).
-        return retry_on_oom(lambda budget: self._score_query_at(prefix, continuations, budget),
-                            self.config.score_max_tokens, what="reranking")
+        return retry_on_oom(
+            lambda budget: self._score_query_at(prefix, continuations, budget),
+            self.config.score_max_tokens,
+            what="reranking",
+        )
 
     def _score_query_at(self, prefix: list[int], continuations: list[list[int]], max_tokens: int) -> np.ndarray:
         if self.model.fused_decoder is not None:
             from harness.neural.fast.fused_paths import score_fused_continuations
 
-            return score_fused_continuations(self.model.fused_decoder, self.model.finish, prefix, continuations,
-                                              self.device, max_tokens=max_tokens)
+            return score_fused_continuations(
+                self.model.fused_decoder, self.model.finish, prefix, continuations, self.device, max_tokens=max_tokens
+            )
         from harness.neural.fast.prefix_scoring import score_continuations
 
         with autocast(self.device):
-            return score_continuations(self.model.backbone, self.model.finish, prefix, continuations, self.device,
-                                       pad_id=self.model.pad_id, max_tokens=max_tokens)
+            return score_continuations(
+                self.model.backbone,
+                self.model.finish,
+                prefix,
+                continuations,
+                self.device,
+                pad_id=self.model.pad_id,
+                max_tokens=max_tokens,
+            )
 
     def _rerank_prefix_reuse(self, queries, candidate_lists) -> list[np.ndarray]:
         from tqdm.auto import tqdm
 
         out = []
         pairs = sum(len(c) for c in candidate_lists)
-        for q, cands in tqdm(list(zip(queries, candidate_lists)), desc="reranking", unit="query", file=sys.stderr,
-                             disable=pairs <= 512):
+        for q, cands in tqdm(
+            list(zip(queries, candidate_lists)), desc="reranking", unit="query", file=sys.stderr, disable=pairs <= 512
+        ):
             if not cands:
                 out.append(np.zeros(0, dtype=np.float32))
                 continue
@@ -171,11 +209,21 @@ class RerankerSystem:
         for qi, (q, cands) in enumerate(zip(queries, candidate_lists)):
             features += self.model.pair_features(q.fullText, [c.fullText for c in cands])
             owner += [qi] * len(cands)
-        scores = embed_features(self.model, features, self.device, max_tokens=self.config.score_max_tokens,
-                                progress=len(features) > 512, desc="reranking")[:, 0] if features else np.zeros(0)
+        scores = (
+            embed_features(
+                self.model,
+                features,
+                self.device,
+                max_tokens=self.config.score_max_tokens,
+                progress=len(features) > 512,
+                desc="reranking",
+            )[:, 0]
+            if features
+            else np.zeros(0)
+        )
         out, start = [], 0
         for cands in candidate_lists:
-            out.append(scores[start:start + len(cands)])
+            out.append(scores[start : start + len(cands)])
             start += len(cands)
         return out
 
@@ -183,5 +231,8 @@ class RerankerSystem:
         return device_label(self.device)
 
     def describe(self) -> dict:
-        return {"model_identity": self.model.identity(), "strategy": "+".join(parse_strategy(self.config.strategy)),
-                "fast_path": self.fast_path}
+        return {
+            "model_identity": self.model.identity(),
+            "strategy": "+".join(parse_strategy(self.config.strategy)),
+            "fast_path": self.fast_path,
+        }

@@ -1,6 +1,7 @@
 """Training the SADIRI-v2 reranker on the one training loop (harness.neural.training): for a
 share of the training authors, a query, its positive and m negatives drawn by strategy from
 the query's and the positive's SBERT neighbourhoods and at random (the paper's Figure 1)."""
+
 from __future__ import annotations
 
 import logging
@@ -70,9 +71,14 @@ class QueryNegatives:
 
                 t = time.perf_counter()
                 k = max(64, 4 * c.negatives, c.negative_pool + 2)
-                self._neighbours = cached_neighbours([d.fullText for d in self.docs], self.authors,
-                                                     sbert_embedder(c.sbert_model, c.device, 64), c.sbert_model,
-                                                     k=k, cache_dir=cache_root() / "neighbours")
+                self._neighbours = cached_neighbours(
+                    [d.fullText for d in self.docs],
+                    self.authors,
+                    sbert_embedder(c.sbert_model, c.device, 64),
+                    c.sbert_model,
+                    k=k,
+                    cache_dir=cache_root() / "neighbours",
+                )
                 log(f"neighbours by {c.sbert_model} over {len(self.docs)} documents in {time.perf_counter() - t:.1f}s")
         return self._neighbours
 
@@ -94,7 +100,7 @@ class QueryNegatives:
         examples = self.examples(epoch, log)
         random.Random(self.config.seed * 1000 + epoch).shuffle(examples)
         n = self.config.queries_per_batch
-        batches = [examples[i:i + n] for i in range(0, len(examples), n)]
+        batches = [examples[i : i + n] for i in range(0, len(examples), n)]
         if len(batches) > 1 and len(batches[-1]) < world_size():  # every process needs a query
             batches[-2] += batches.pop()
         return batches
@@ -113,10 +119,12 @@ class QueryNegatives:
 
         c, total, procs = self.config, sum(sizes), len(sizes)
         micro = c.micro_batch or len(shard)
-        pieces = [shard[i:i + micro] for i in range(0, len(shard), micro)]
+        pieces = [shard[i : i + micro] for i in range(0, len(shard), micro)]
         loss_sum, docs, tokens = 0.0, 0, 0
         for k, piece in enumerate(pieces):
-            groups = [model.pair_parts(self.docs[q].fullText, [self.docs[i].fullText for i in cands]) for q, *cands in piece]
+            groups = [
+                model.pair_parts(self.docs[q].fullText, [self.docs[i].fullText for i in cands]) for q, *cands in piece
+            ]
             with D.sync_grads(wrapped, last and k == len(pieces) - 1):
                 with autocast(device, amp):
                     scores = self.score_groups(wrapped, model, groups, device)
@@ -136,7 +144,9 @@ class QueryNegatives:
         return StepResult(loss_sum / total, docs, tokens)
 
 
-def train(config: RerankerConfig, documents: Sequence[Document], out_dir: Path, log=_log.info, embed_batch=None) -> Path:
+def train(
+    config: RerankerConfig, documents: Sequence[Document], out_dir: Path, log=_log.info, embed_batch=None
+) -> Path:
     """Eq. 2 with tau = 1 over 1 + m candidates per query, on the one training loop (DDP,
     gradient accumulation, N-step checkpoints and resume). Seeds, then builds the model.
 
@@ -153,9 +163,18 @@ def train(config: RerankerConfig, documents: Sequence[Document], out_dir: Path, 
 
         task.score_groups = shared_prefix_score_groups(checkpoint=config.grad_checkpointing, fallback=task.score_pairs)
     model = new_for_training(config)
-    log(f"reranker: {task.size()} queries x (1 + {config.negatives}) candidates, strategy {config.strategy}, "
-        f"negatives {config.negative_sampling}")
+    log(
+        f"reranker: {task.size()} queries x (1 + {config.negatives}) candidates, strategy {config.strategy}, "
+        f"negatives {config.negative_sampling}"
+    )
     out_dir = Path(out_dir)
-    train_loop(model, task, config, out_dir, save=lambda m, folder: save(m, folder, config), log=log,
-               record={"strategy": config.strategy, "recipe": config_sections(config)["recipe"]})
+    train_loop(
+        model,
+        task,
+        config,
+        out_dir,
+        save=lambda m, folder: save(m, folder, config),
+        log=log,
+        record={"strategy": config.strategy, "recipe": config_sections(config)["recipe"]},
+    )
     return out_dir / "model"

@@ -1,4 +1,5 @@
 """The SADIRI-v2 retriever model, its saved form (a standard PEFT adapter + projection + JSON), and training."""
+
 from __future__ import annotations
 
 import hashlib
@@ -20,8 +21,16 @@ MODEL_JSON = "aa_model.json"
 class LLMRetriever(TokenEncoder):
     """v(d) = W mean(h_1..h_L) + b (Eq. 1); without a projection: the untrained backbone, cosine."""
 
-    def __init__(self, backbone, tokenizer, max_length: int, projection: torch.nn.Linear | None, identity: str,
-                 backbone_ref: str = "", similarity: str = "dot"):
+    def __init__(
+        self,
+        backbone,
+        tokenizer,
+        max_length: int,
+        projection: torch.nn.Linear | None,
+        identity: str,
+        backbone_ref: str = "",
+        similarity: str = "dot",
+    ):
         super().__init__(backbone, tokenizer, max_length)
         self.backbone_ref = backbone_ref
         self.projection = projection
@@ -37,7 +46,9 @@ class LLMRetriever(TokenEncoder):
         return self._identity
 
     def enable_gradient_checkpointing(self) -> bool:
-        return checkpoint_backbone(self.backbone.get_base_model() if hasattr(self.backbone, "get_base_model") else self.backbone)
+        return checkpoint_backbone(
+            self.backbone.get_base_model() if hasattr(self.backbone, "get_base_model") else self.backbone
+        )
 
 
 def _dtype() -> torch.dtype:
@@ -48,8 +59,14 @@ def lora_config(config: LoRASpec):
     """The PEFT LoRA config of the spec both SADIRI-v2 systems share."""
     from peft import LoraConfig, TaskType
 
-    return LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
-                      target_modules=list(config.lora_targets), bias="none", task_type=TaskType.FEATURE_EXTRACTION)
+    return LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=list(config.lora_targets),
+        bias="none",
+        task_type=TaskType.FEATURE_EXTRACTION,
+    )
 
 
 def new_projection(hidden: int, init: str = "default") -> torch.nn.Linear:
@@ -59,7 +76,7 @@ def new_projection(hidden: int, init: str = "default") -> torch.nn.Linear:
     projection = torch.nn.Linear(hidden, hidden // 2, bias=True)
     if init == "orthogonal-scaled":
         with torch.no_grad():
-            torch.nn.init.orthogonal_(projection.weight, gain=hidden ** -0.5)
+            torch.nn.init.orthogonal_(projection.weight, gain=hidden**-0.5)
             projection.bias.zero_()
     return projection
 
@@ -83,7 +100,7 @@ def fit_centered_unit(model: LLMRetriever, texts: list[str]) -> None:
     with torch.no_grad():
         weight = torch.empty_like(projection.weight, dtype=torch.float64)
         torch.nn.init.orthogonal_(weight)  # rows orthonormal: |W v| ~ |v| sqrt(D / E) = |v| / sqrt(2)
-        weight *= (2 ** 0.5) / float(spread)
+        weight *= (2**0.5) / float(spread)
         projection.weight.copy_(weight.to(projection.weight.dtype))
         projection.bias.copy_((-(weight @ mean)).to(projection.bias.dtype))
 
@@ -95,10 +112,11 @@ def new_for_training(config: RetrieverConfig, documents=()) -> LLMRetriever:
     hidden = base.config.hidden_size
     model = get_peft_model(base, lora_config(config))  # freezes the base, adds trainable LoRA
     projection = new_projection(hidden, config.projection_init)
-    retriever = LLMRetriever(model, tokenizer, config.max_length, projection, f"untrained|{path}", config.backbone,
-                             config.similarity)
+    retriever = LLMRetriever(
+        model, tokenizer, config.max_length, projection, f"untrained|{path}", config.backbone, config.similarity
+    )
     if config.projection_init == "centered-unit":
-        sample = sorted(documents, key=lambda d: d.documentID)[:config.init_sample]
+        sample = sorted(documents, key=lambda d: d.documentID)[: config.init_sample]
         if len(sample) < 2:
             raise HarnessError("projection_init=centered-unit needs training documents to fit the projection on")
         fit_centered_unit(retriever, [d.fullText for d in sample])
@@ -109,8 +127,7 @@ def load(config: RetrieverConfig) -> LLMRetriever:
     """The untrained backbone (config.model None) or a trained retriever folder."""
     if config.model is None:
         base, tokenizer, path = load_backbone(config.backbone, dtype=_dtype())
-        return LLMRetriever(base, tokenizer, config.max_length, None,
-                            f"llm-mean|{weights_fingerprint(path) or path}")
+        return LLMRetriever(base, tokenizer, config.max_length, None, f"llm-mean|{weights_fingerprint(path) or path}")
     from peft import PeftModel
     from safetensors.torch import load_file
 
@@ -121,15 +138,24 @@ def load(config: RetrieverConfig) -> LLMRetriever:
     meta = json.loads(meta_path.read_text())
     base, tokenizer, _ = load_backbone(config.backbone, dtype=_dtype())
     if base.config.hidden_size != meta["hidden_size"]:
-        raise HarnessError(f"{folder} was trained on {meta['backbone']} (hidden {meta['hidden_size']}); "
-                           f"backbone {config.backbone} has hidden {base.config.hidden_size}")
+        raise HarnessError(
+            f"{folder} was trained on {meta['backbone']} (hidden {meta['hidden_size']}); "
+            f"backbone {config.backbone} has hidden {base.config.hidden_size}"
+        )
     model = PeftModel.from_pretrained(base, folder / "adapter")
     weights = load_file(folder / "projection.safetensors")
     projection = torch.nn.Linear(meta["hidden_size"], meta["dim"], bias=True)
     projection.load_state_dict(weights)
     ident = hashlib.sha256((weights_fingerprint(str(folder)) or str(folder)).encode()).hexdigest()
-    return LLMRetriever(model, tokenizer, meta["max_length"], projection, f"sadiri-v2|{config.backbone}|{ident}",
-                        config.backbone, meta.get("similarity", "dot"))
+    return LLMRetriever(
+        model,
+        tokenizer,
+        meta["max_length"],
+        projection,
+        f"sadiri-v2|{config.backbone}|{ident}",
+        config.backbone,
+        meta.get("similarity", "dot"),
+    )
 
 
 def save(model: LLMRetriever, folder: Path) -> None:
@@ -138,11 +164,25 @@ def save(model: LLMRetriever, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     model.backbone.save_pretrained(folder / "adapter")
     proj = model.projection
-    save_file({k: v.detach().float().cpu().contiguous() for k, v in proj.state_dict().items()}, folder / "projection.safetensors")
-    atomic_write_text(folder / MODEL_JSON, json.dumps({
-        "system": "sadiri-v2-retriever", "backbone": model.backbone_ref, "hidden_size": proj.in_features,
-        "dim": proj.out_features, "max_length": model.max_length, "pooling": "mean", "similarity": model.similarity},
-        indent=1))
+    save_file(
+        {k: v.detach().float().cpu().contiguous() for k, v in proj.state_dict().items()},
+        folder / "projection.safetensors",
+    )
+    atomic_write_text(
+        folder / MODEL_JSON,
+        json.dumps(
+            {
+                "system": "sadiri-v2-retriever",
+                "backbone": model.backbone_ref,
+                "hidden_size": proj.in_features,
+                "dim": proj.out_features,
+                "max_length": model.max_length,
+                "pooling": "mean",
+                "similarity": model.similarity,
+            },
+            indent=1,
+        ),
+    )
 
 
 class RetrieverSystem(EncoderSystem):
@@ -157,5 +197,6 @@ def train(config: RetrieverConfig, documents, out_dir: Path, embed_batch=None) -
         from harness.neural.training import default_embed_batch
 
         embed_batch = fused_embed_batch(checkpoint=config.grad_checkpointing, fallback=default_embed_batch)
-    return train_system(lambda: new_for_training(config, documents), config, documents, out_dir, save,
-                        embed_batch=embed_batch)
+    return train_system(
+        lambda: new_for_training(config, documents), config, documents, out_dir, save, embed_batch=embed_batch
+    )

@@ -39,8 +39,13 @@ class SBERTSystem:
             self.cache = EmbeddingCache(default_cache_root(), model_key(ident), self.model.max_seq_length)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        return self.model.encode(texts, batch_size=self.config.batch_size, convert_to_numpy=True,
-                                 normalize_embeddings=True, show_progress_bar=False)  # the harness shows one bar per phase
+        return self.model.encode(
+            texts,
+            batch_size=self.config.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )  # the harness shows one bar per phase
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         from harness.neural.embed_cache import cached_encode
@@ -60,5 +65,9 @@ class SBERTSystem:
         return device_name()
 
     def describe(self) -> dict:
-        return {"model_path": self.path, "weights_sha256": weights_fingerprint(self.path), "dtype": self.dtype,
-                "max_seq_length": self.model.max_seq_length}
+        return {
+            "model_path": self.path,
+            "weights_sha256": weights_fingerprint(self.path),
+            "dtype": self.dtype,
+            "max_seq_length": self.model.max_seq_length,
+        }

@@ -10,6 +10,7 @@ module's docstring.
 sha256 against the published file's, and writes them (each atomically) only when all match: a
 file that would differ is one line naming it and both hashes, and nothing is written.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -28,8 +29,12 @@ from harness.errors import DataError, UnknownNameError
 log = logging.getLogger(__name__)
 
 # One module per source family, in the order `aa-harness data build --help` lists them.
-SOURCE_MODULES = ("harness.data.builders.reddit", "harness.data.builders.blogs", "harness.data.builders.pan",
-                  "harness.data.builders.enron")
+SOURCE_MODULES = (
+    "harness.data.builders.reddit",
+    "harness.data.builders.blogs",
+    "harness.data.builders.pan",
+    "harness.data.builders.enron",
+)
 
 
 @dataclass(frozen=True)
@@ -97,8 +102,10 @@ def resolve(names: list[str]) -> tuple[CorpusSource, list[str]]:
             hint = f"; did you mean {' or '.join(close)}?" if close else f"; buildable: {', '.join(targets)}"
             raise UnknownNameError(f"{name!r} is no buildable corpus file{hint}")
     if len(chosen) > 1:
-        raise DataError(f"{', '.join(names)} come from different sources ({', '.join(sorted(chosen))}): "
-                        "build them with one command per source")
+        raise DataError(
+            f"{', '.join(names)} come from different sources ({', '.join(sorted(chosen))}): "
+            "build them with one command per source"
+        )
     return srcs[chosen.pop()], stems
 
 
@@ -119,8 +126,10 @@ def encode(stem: str, records: list[dict], expected: Expected) -> bytes:
     got = sha256(data)
     if got != expected.sha256:
         if sha256(body) == expected.jsonl_sha256:
-            raise DataError(f"{stem}.jsonl.gz: built sha256 {got}, expected {expected.sha256}: the content is right "
-                            f"but this zlib ({zlib.ZLIB_RUNTIME_VERSION}) compresses it differently; nothing written")
+            raise DataError(
+                f"{stem}.jsonl.gz: built sha256 {got}, expected {expected.sha256}: the content is right "
+                f"but this zlib ({zlib.ZLIB_RUNTIME_VERSION}) compresses it differently; nothing written"
+            )
         raise DataError(f"{stem}.jsonl.gz: built sha256 {got}, expected {expected.sha256}; nothing written")
     return data
 
@@ -141,6 +150,14 @@ def build_files(names: list[str], source: str | Path, out: str | Path) -> list[B
             with atomic_open(path, "wb") as f:
                 f.write(data)
         recs = records[stem]
-        done.append(Built(stem, path, src.outputs[stem].sha256, len(recs),
-                          len({a for r in recs for a in r["authorIDs"]}), unchanged))
+        done.append(
+            Built(
+                stem,
+                path,
+                src.outputs[stem].sha256,
+                len(recs),
+                len({a for r in recs for a in r["authorIDs"]}),
+                unchanged,
+            )
+        )
     return done

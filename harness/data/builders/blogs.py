@@ -30,6 +30,7 @@ Rules (words: whitespace-separated, Unicode whitespace, so U+00A0 counts):
    ["blogs:<id>"], fullText, genre, source "blogs" (and rule 3's fields).
 5. blogs-train and blogs-train-xl then lose the authors decontamination removed.
 """
+
 from __future__ import annotations
 
 import random
@@ -81,17 +82,20 @@ def locate(folder: Path) -> Path:
         if cand.is_dir() and any(cand.glob("*.xml")):
             found = sum(1 for _ in cand.glob("*.xml"))
             if found != FILES:
-                raise DataError(f"{cand}: {found} blog files, expected the corpus's {FILES:,} "
-                                "(<id>.<gender>.<age>.<industry>.<sign>.xml)")
+                raise DataError(
+                    f"{cand}: {found} blog files, expected the corpus's {FILES:,} "
+                    "(<id>.<gender>.<age>.<industry>.<sign>.xml)"
+                )
             return cand
     if not folder.is_dir():
         raise DataError(f"{folder}: no such folder (expected the Blog Authorship Corpus's blogs/ folder)")
-    raise DataError(f"{folder}: not the Blog Authorship Corpus: expected {FILES:,} files "
-                    "<id>.<gender>.<age>.<industry>.<sign>.xml")
+    raise DataError(
+        f"{folder}: not the Blog Authorship Corpus: expected {FILES:,} files <id>.<gender>.<age>.<industry>.<sign>.xml"
+    )
 
 
 def read_blogger(path: Path) -> Blogger:
-    fields = path.name[:-len(".xml")].split(".")
+    fields = path.name[: -len(".xml")].split(".")
     if len(fields) != 5 or not fields[2].isdigit():
         raise DataError(f"{path}: expected a file name <id>.<gender>.<age>.<industry>.<sign>.xml")
     bid, gender, age, industry, _sign = fields
@@ -105,8 +109,13 @@ def read_blogger(path: Path) -> Blogger:
 
 
 def subset_record(b: Blogger, i: int, post: Post) -> dict:
-    return {"documentID": f"blogs/{b.id}/{i}", "authorIDs": [f"blogs:{b.id}"], "fullText": post.text,
-            "genre": f"blog:{b.industry}", "source": "blogs"}
+    return {
+        "documentID": f"blogs/{b.id}/{i}",
+        "authorIDs": [f"blogs:{b.id}"],
+        "fullText": post.text,
+        "genre": f"blog:{b.industry}",
+        "source": "blogs",
+    }
 
 
 def subset(bloggers: list[Blogger]) -> tuple[list[dict], list[dict]]:
@@ -133,10 +142,21 @@ def subset(bloggers: list[Blogger]) -> tuple[list[dict], list[dict]]:
 
 
 def pool_records(b: Blogger, posts: list[Post], role: str) -> list[dict]:
-    return [{"documentID": f"blogs/{b.id}/{i}", "authorIDs": [f"blogs:{b.id}"],
-             "fullText": post.cut(CUT_WORDS), "genre": "blog", "source": "blogs",
-             "industry": b.industry, "date": post.date, "gender": b.gender, "age": b.age, "role": role}
-            for i, post in enumerate(posts)]
+    return [
+        {
+            "documentID": f"blogs/{b.id}/{i}",
+            "authorIDs": [f"blogs:{b.id}"],
+            "fullText": post.cut(CUT_WORDS),
+            "genre": "blog",
+            "source": "blogs",
+            "industry": b.industry,
+            "date": post.date,
+            "gender": b.gender,
+            "age": b.age,
+            "role": role,
+        }
+        for i, post in enumerate(posts)
+    ]
 
 
 def larger_pools(bloggers: list[Blogger], taken: set[str]) -> tuple[list[dict], list[dict]]:
@@ -171,31 +191,57 @@ def build(folder: Path) -> dict[str, list[dict]]:
     train, background = subset(bloggers)
     taken = {r["authorIDs"][0].split(":", 1)[1] for r in train + background}
     train_xl, xtopic = larger_pools(bloggers, taken)
-    return {"blogs-train": decontaminate("blogs-train", train), "blogs-background": background,
-            "blogs-train-xl": decontaminate("blogs-train-xl", train_xl), "blogs-xtopic": xtopic}
+    return {
+        "blogs-train": decontaminate("blogs-train", train),
+        "blogs-background": background,
+        "blogs-train-xl": decontaminate("blogs-train-xl", train_xl),
+        "blogs-xtopic": xtopic,
+    }
 
 
-SOURCES = (CorpusSource(
-    name="blog-authorship",
-    title="Blog Authorship Corpus",
-    publisher="Bar-Ilan University (M. Koppel), u.cs.biu.ac.il/~koppel/BlogCorpus.htm",
-    licence='as stated by the publisher: "The corpus may be freely used for non-commercial research purposes."',
-    revision="muhwagua/color-bert @ 8db0aa36e484494531f03bca15e8cc280020b9ff, folder blogs/",
-    layout=f"{FILES:,} files <id>.<gender>.<age>.<industry>.<sign>.xml",
-    outputs={
-        "blogs-xtopic": Expected("5bc5d9943cdad38fcaaf8d88bcf28cdc96596a7150db0e9d90d66cd047755e1c",
-                                 "2d70629252eda2b491d3d50d6a0ef51788220ac483ffac2edeaeb6109652b9fa",
-                                 "blogs-xtopic.jsonl", 1795674427, docs=10421, authors=4531),
-        "blogs-background": Expected("20cc7643b80e0ea6cf2af33190f89b0de310ade584ccc60ccb3deff019555e9e",
-                                     "89782d7586e0cda0f3d326c8e9c6a50ad13944ee5d8031824d95707d1f95e6ed",
-                                     "blogs-background.jsonl", 1795653162, docs=3106, authors=1200),
-        "blogs-train": Expected("861db135598495165cc80c33d10781a626fbb3ca0ebdc829161cbaafa08537c5",
-                                "24b88cf108119a51a7eea93796763357cd5d529e5eb4c9f26793815204fc7140",
-                                "blogs-train.jsonl.gz.tmp", 1795710446, docs=6662, authors=2412),
-        "blogs-train-xl": Expected("39f2f659a5091dfc4f173be146a2350156b4006d06a8833f72bfe8e4eeac2d46",
-                                   "1b3858c17c6017149be167ec11fff85093c1aa74aa4cb745a371759cba678493",
-                                   "blogs-train-xl.jsonl.gz.tmp", 1795710587, docs=15082, authors=4494),
-    },
-    locate=locate,
-    build=build,
-),)
+SOURCES = (
+    CorpusSource(
+        name="blog-authorship",
+        title="Blog Authorship Corpus",
+        publisher="Bar-Ilan University (M. Koppel), u.cs.biu.ac.il/~koppel/BlogCorpus.htm",
+        licence='as stated by the publisher: "The corpus may be freely used for non-commercial research purposes."',
+        revision="muhwagua/color-bert @ 8db0aa36e484494531f03bca15e8cc280020b9ff, folder blogs/",
+        layout=f"{FILES:,} files <id>.<gender>.<age>.<industry>.<sign>.xml",
+        outputs={
+            "blogs-xtopic": Expected(
+                "5bc5d9943cdad38fcaaf8d88bcf28cdc96596a7150db0e9d90d66cd047755e1c",
+                "2d70629252eda2b491d3d50d6a0ef51788220ac483ffac2edeaeb6109652b9fa",
+                "blogs-xtopic.jsonl",
+                1795674427,
+                docs=10421,
+                authors=4531,
+            ),
+            "blogs-background": Expected(
+                "20cc7643b80e0ea6cf2af33190f89b0de310ade584ccc60ccb3deff019555e9e",
+                "89782d7586e0cda0f3d326c8e9c6a50ad13944ee5d8031824d95707d1f95e6ed",
+                "blogs-background.jsonl",
+                1795653162,
+                docs=3106,
+                authors=1200,
+            ),
+            "blogs-train": Expected(
+                "861db135598495165cc80c33d10781a626fbb3ca0ebdc829161cbaafa08537c5",
+                "24b88cf108119a51a7eea93796763357cd5d529e5eb4c9f26793815204fc7140",
+                "blogs-train.jsonl.gz.tmp",
+                1795710446,
+                docs=6662,
+                authors=2412,
+            ),
+            "blogs-train-xl": Expected(
+                "39f2f659a5091dfc4f173be146a2350156b4006d06a8833f72bfe8e4eeac2d46",
+                "1b3858c17c6017149be167ec11fff85093c1aa74aa4cb745a371759cba678493",
+                "blogs-train-xl.jsonl.gz.tmp",
+                1795710587,
+                docs=15082,
+                authors=4494,
+            ),
+        },
+        locate=locate,
+        build=build,
+    ),
+)

@@ -13,6 +13,7 @@ rather than left to `gzip.GzipFile`'s defaults:
 The deflate bytes are zlib's. Another deflate implementation (zlib-ng, for one) may compress
 differently; the decompressed JSONL's sha256 then still tells whether the content is right.
 """
+
 from __future__ import annotations
 
 import hashlib

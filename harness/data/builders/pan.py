@@ -24,6 +24,7 @@ Rules:
    of its linked group. Of each pair the document with the larger documentID is dropped. Order
    and fields are otherwise those of pan19-en.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -78,11 +79,14 @@ def locator(subfolder: str, problems: tuple[str, ...], title: str):
             raise DataError(f"{folder}: not the {title}: expected collection-info.json (or {subfolder}/)")
         found = english_problems(base)
         if tuple(found) != problems:
-            raise DataError(f"{base / 'collection-info.json'}: not the {title}: expected English problems "
-                            f"{', '.join(problems)}, found {', '.join(found) or 'none'}")
+            raise DataError(
+                f"{base / 'collection-info.json'}: not the {title}: expected English problems "
+                f"{', '.join(problems)}, found {', '.join(found) or 'none'}"
+            )
         for p in problems:
             _json(base / p / "ground-truth.json")
         return base
+
     return locate
 
 
@@ -98,8 +102,13 @@ def problem_records(folder: Path, tag: str) -> list[dict]:
     out = []
 
     def rec(doc_id: str, author: str, text: str, genre: str) -> dict:
-        return {"documentID": f"{tag}/{doc_id}", "authorIDs": [f"{tag}:{author}"], "fullText": text,
-                "genre": genre, "source": f"{tag}-en"}
+        return {
+            "documentID": f"{tag}/{doc_id}",
+            "authorIDs": [f"{tag}:{author}"],
+            "fullText": text,
+            "genre": genre,
+            "source": f"{tag}-en",
+        }
 
     for prob in english_problems(folder):
         pdir = folder / prob
@@ -110,22 +119,33 @@ def problem_records(folder: Path, tag: str) -> list[dict]:
                 fandoms[(_field(x, "true-author", path), _field(x, "known-text", path))] = _field(x, "fandom", path)
         for path in sorted(pdir.glob("candidate*/*.txt")):
             cand, known = path.parent.name, path.stem
-            out.append(rec(f"{prob}/{cand}/{known}", f"{prob}/{cand}", _text(path),
-                           fandoms.get((cand, known), f"{prob}:known")))
+            out.append(
+                rec(
+                    f"{prob}/{cand}/{known}", f"{prob}/{cand}", _text(path), fandoms.get((cand, known), f"{prob}:known")
+                )
+            )
         gt_path = pdir / "ground-truth.json"
         for g in _field(_json(gt_path), "ground_truth", gt_path):
             name, author = _field(g, "unknown-text", gt_path), _field(g, "true-author", gt_path)
             unknown = name.replace(".txt", "")
             who = f"UNK-{unknown}" if author == "<UNK>" else author
-            out.append(rec(f"{prob}/unknown/{unknown}", f"{prob}/{who}", _text(pdir / "unknown" / name),
-                           f"{prob}:target-fandom"))
+            out.append(
+                rec(
+                    f"{prob}/unknown/{unknown}",
+                    f"{prob}/{who}",
+                    _text(pdir / "unknown" / name),
+                    f"{prob}:target-fandom",
+                )
+            )
     return out
 
 
 def shingles(text: str) -> set[int]:
     tokens = TOKEN.findall(text.lower())
-    return {int.from_bytes(hashlib.blake2b(" ".join(tokens[j:j + SHINGLE]).encode(), digest_size=8).digest(), "little")
-            for j in range(len(tokens) - SHINGLE + 1)}
+    return {
+        int.from_bytes(hashlib.blake2b(" ".join(tokens[j : j + SHINGLE]).encode(), digest_size=8).digest(), "little")
+        for j in range(len(tokens) - SHINGLE + 1)
+    }
 
 
 def near_copy_pairs(texts: list[str]) -> list[tuple[int, int]]:
@@ -166,8 +186,9 @@ def second_release(records: list[dict]) -> list[dict]:
         for a in group:
             person[a] = min(group)
     dropped = {max(records[i]["documentID"], records[j]["documentID"]) for i, j in pairs}
-    return [dict(r, authorIDs=[person.get(a, a) for a in r["authorIDs"]]) for r in records
-            if r["documentID"] not in dropped]
+    return [
+        dict(r, authorIDs=[person.get(a, a) for a in r["authorIDs"]]) for r in records if r["documentID"] not in dropped
+    ]
 
 
 def build_pan19(folder: Path) -> dict[str, list[dict]]:
@@ -188,15 +209,25 @@ SOURCES = (
         publisher="the PAN shared tasks at CLEF, pan.webis.de",
         licence="none stated; the organisers distribute it for research through pan.webis.de",
         revision=f"yavuuzsameet/pan19-cross-domain-authorship @ 51d4dbcf70801466dad04967e067d6f239ad8b1d, "
-                 f"folder {PAN19_FOLDER}/",
+        f"folder {PAN19_FOLDER}/",
         layout="collection-info.json and problem00001-problem00020/",
         outputs={
-            "pan19-en.v2": Expected("2bb30aaf35983a589b5fee3ea6f00d657fec0effce196ff97a492dc0da624330",
-                                    "3284da0522b2fb82135a3caf752ad892003cc6c338a32ebb9e72bb855d49a737",
-                                    "pan19-en.v2.jsonl.gz.tmp", 1795710726, docs=1680, authors=500),
-            "pan19-en": Expected("42ccd8eed5d994c1ea6da809fb3e50621bc644d244d1f64074c7c650d25831a3",
-                                 "a7899e32873c19829011c64615aa07e16f6ad9971b9f121c4d042a8ced7b9437",
-                                 "pan19-en.jsonl", 1795653113, docs=1761, authors=509),
+            "pan19-en.v2": Expected(
+                "2bb30aaf35983a589b5fee3ea6f00d657fec0effce196ff97a492dc0da624330",
+                "3284da0522b2fb82135a3caf752ad892003cc6c338a32ebb9e72bb855d49a737",
+                "pan19-en.v2.jsonl.gz.tmp",
+                1795710726,
+                docs=1680,
+                authors=500,
+            ),
+            "pan19-en": Expected(
+                "42ccd8eed5d994c1ea6da809fb3e50621bc644d244d1f64074c7c650d25831a3",
+                "a7899e32873c19829011c64615aa07e16f6ad9971b9f121c4d042a8ced7b9437",
+                "pan19-en.jsonl",
+                1795653113,
+                docs=1761,
+                authors=509,
+            ),
         },
         locate=locator(PAN19_FOLDER, tuple(f"problem0000{i}" for i in range(1, 6)), PAN19_TITLE),
         build=build_pan19,
@@ -209,9 +240,14 @@ SOURCES = (
         revision=f"sallyi/lang-proc-exam @ 52488703e6713e97af793127b3e28be137839605, folder {PAN18_FOLDER}/",
         layout="collection-info.json and problem00001-problem00002/",
         outputs={
-            "pan18-en": Expected("723072e8f623f9bd4232291f55a2f5f4a0ab96d17622aab2837873d52a8b2b44",
-                                 "bc99493398366ab8744839be71ceea386c7447dc6f535de9172fa22a329a4f5f",
-                                 "pan18-en.jsonl", 1795653114, docs=301, authors=25),
+            "pan18-en": Expected(
+                "723072e8f623f9bd4232291f55a2f5f4a0ab96d17622aab2837873d52a8b2b44",
+                "bc99493398366ab8744839be71ceea386c7447dc6f535de9172fa22a329a4f5f",
+                "pan18-en.jsonl",
+                1795653114,
+                docs=301,
+                authors=25,
+            ),
         },
         locate=locator(PAN18_FOLDER, ("problem00001", "problem00002"), PAN18_TITLE),
         build=build_pan18,

@@ -29,6 +29,7 @@ Rules:
    ["reddit:<user>"], fullText, genre "reddit:<subreddit>", source "reddit-college", role.
 6. reddit-train then loses the authors decontamination removed (harness.data.builders.rules).
 """
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,16 @@ from harness.data.builders.canonical import Expected
 from harness.data.builders.rules import bucket, decontaminate
 from harness.errors import DataError
 
-SUBREDDITS = ("ApplyingToCollege", "AskAcademia", "College", "CollegeAdvice", "CollegeMajors", "CollegeRant",
-              "Emory", "GradSchool")
+SUBREDDITS = (
+    "ApplyingToCollege",
+    "AskAcademia",
+    "College",
+    "CollegeAdvice",
+    "CollegeMajors",
+    "CollegeRant",
+    "Emory",
+    "GradSchool",
+)
 SKIP_USERS = frozenset({"[deleted]", "AutoModerator", "None", ""})
 SKIP_TEXTS = frozenset({"[deleted]", "[removed]"})
 MIN_WORDS, MAX_WORDS = 350, 600
@@ -62,8 +71,9 @@ def locate(folder: Path) -> Path:
     if not folder.is_dir():
         raise DataError(f"{folder}: no such folder (expected reddit-college's dat/ folder)")
     missing = [s for s in SUBREDDITS if not (folder / s).is_dir()]
-    raise DataError(f"{folder}: not reddit-college's dat/ folder: expected a subfolder per subreddit, missing "
-                    f"{', '.join(missing)}")
+    raise DataError(
+        f"{folder}: not reddit-college's dat/ folder: expected a subfolder per subreddit, missing {', '.join(missing)}"
+    )
 
 
 def items(folder: Path) -> Iterator[Item]:
@@ -114,8 +124,14 @@ def chunks(posts: list[tuple[float, str, object]]) -> list[str]:
 
 
 def record(user: str, sub: str, i: int, text: str, role: str) -> dict:
-    return {"documentID": f"reddit/{sub}/{user}/{i}", "authorIDs": [f"reddit:{user}"], "fullText": text,
-            "genre": f"reddit:{sub}", "source": "reddit-college", "role": role}
+    return {
+        "documentID": f"reddit/{sub}/{user}/{i}",
+        "authorIDs": [f"reddit:{user}"],
+        "fullText": text,
+        "genre": f"reddit:{sub}",
+        "source": "reddit-college",
+        "role": role,
+    }
 
 
 def pools(docs_by_user: dict[str, list[tuple[str, int, str]]]) -> tuple[list[dict], list[dict]]:
@@ -129,8 +145,11 @@ def pools(docs_by_user: dict[str, list[tuple[str, int, str]]]) -> tuple[list[dic
         if len(docs) >= 2:
             if u < RESERVED_MULTI:
                 continue
-            dst, role, docs = (xsub, "foreground", docs[:FOREGROUND_CAP]) if u < FOREGROUND_MULTI else \
-                (train, "train", docs[:TRAIN_CAP])
+            dst, role, docs = (
+                (xsub, "foreground", docs[:FOREGROUND_CAP])
+                if u < FOREGROUND_MULTI
+                else (train, "train", docs[:TRAIN_CAP])
+            )
         else:
             if u < RESERVED_SINGLE:
                 continue
@@ -145,27 +164,39 @@ def build(folder: Path) -> dict[str, list[dict]]:
         if user not in SKIP_USERS and text.strip() not in SKIP_TEXTS:
             posts[(user, sub)].append((created, text, iid))
     docs_by_user: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
-    for (user, sub) in sorted(posts):
+    for user, sub in sorted(posts):
         docs_by_user[user] += [(sub, i, text) for i, text in enumerate(chunks(posts[(user, sub)]))]
     train, xsub = pools(docs_by_user)
     return {"reddit-xsub": xsub, "reddit-train": decontaminate("reddit-train", train)}
 
 
-SOURCES = (CorpusSource(
-    name="reddit-college",
-    title="reddit-college (Emory NLP)",
-    publisher="Emory NLP, github.com/emorynlp/reddit-college",
-    licence="none stated (no licence file); the texts are Reddit users' posts",
-    revision="emorynlp/reddit-college @ 86b4acbf92d8c2c8642bba91be93acacdb8b95fb, folder dat/",
-    layout="dat/<subreddit>/<thread>.json for eight college subreddits",
-    outputs={
-        "reddit-xsub": Expected("df098aa43a527197289be4514326f44cb3578c99eab276c2a2e0fdb7b95144fb",
-                                "c0f09654225601f83e714522fed8b6593eebc40f9e01c7f9c1ae250d5f3547c6",
-                                "reddit-xsub.jsonl", 1795676472, docs=8136, authors=5583),
-        "reddit-train": Expected("58a022457785bf843fd53c16980ffa5bf9251967094564cf6db7b0d49fc2eda2",
-                                 "11fd8d5a38f5c74223786b4076f8ee266b85cb476de722b8fb88a97a67f30a66",
-                                 "reddit-train.jsonl.gz.tmp", 1795710718, docs=13065, authors=4435),
-    },
-    locate=locate,
-    build=build,
-),)
+SOURCES = (
+    CorpusSource(
+        name="reddit-college",
+        title="reddit-college (Emory NLP)",
+        publisher="Emory NLP, github.com/emorynlp/reddit-college",
+        licence="none stated (no licence file); the texts are Reddit users' posts",
+        revision="emorynlp/reddit-college @ 86b4acbf92d8c2c8642bba91be93acacdb8b95fb, folder dat/",
+        layout="dat/<subreddit>/<thread>.json for eight college subreddits",
+        outputs={
+            "reddit-xsub": Expected(
+                "df098aa43a527197289be4514326f44cb3578c99eab276c2a2e0fdb7b95144fb",
+                "c0f09654225601f83e714522fed8b6593eebc40f9e01c7f9c1ae250d5f3547c6",
+                "reddit-xsub.jsonl",
+                1795676472,
+                docs=8136,
+                authors=5583,
+            ),
+            "reddit-train": Expected(
+                "58a022457785bf843fd53c16980ffa5bf9251967094564cf6db7b0d49fc2eda2",
+                "11fd8d5a38f5c74223786b4076f8ee266b85cb476de722b8fb88a97a67f30a66",
+                "reddit-train.jsonl.gz.tmp",
+                1795710718,
+                docs=13065,
+                authors=4435,
+            ),
+        },
+        locate=locate,
+        build=build,
+    ),
+)

@@ -1,4 +1,5 @@
 """Rules shared by the builders: pool buckets by hash, and decontamination as shipped data."""
+
 from __future__ import annotations
 
 import hashlib

@@ -11,6 +11,7 @@ Registered with transformers as the attention implementation "aa_causal". Models
 cannot use it (bidirectional encoders, soft-capping) are left as they are; rows longer than
 a sliding window are refused.
 """
+
 from __future__ import annotations
 
 import torch
@@ -26,8 +27,9 @@ def _expand_heads(x: torch.Tensor, groups: int, batch: int) -> torch.Tensor:
     return x[:, :, None].expand(batch, hk, groups, length, d).reshape(batch, hk * groups, length, d)
 
 
-def attention(module, query, key, value, attention_mask=None, scaling=None, dropout=0.0,
-              aa_prefix=None, aa_capture=None, **kwargs):
+def attention(
+    module, query, key, value, attention_mask=None, scaling=None, dropout=0.0, aa_prefix=None, aa_capture=None, **kwargs
+):
     """query [B, Hq, Lq, D], key/value [B, Hk, Lk, D] -> ([B, Lq, Hq, D], None), as transformers expects.
 
     aa_capture: a dict that receives each layer's (key, value) (the prefix pass);
@@ -43,16 +45,16 @@ def attention(module, query, key, value, attention_mask=None, scaling=None, drop
     if window and seen > window:
         raise ValueError(f"aa_causal attention: {seen} tokens exceed layer {layer}'s sliding window of {window}")
     if aa_prefix is None:
-        out = F.scaled_dot_product_attention(query, key, value, is_causal=lq > 1, scale=scaling,
-                                             enable_gqa=groups > 1)
+        out = F.scaled_dot_product_attention(query, key, value, is_causal=lq > 1, scale=scaling, enable_gqa=groups > 1)
     else:
         from torch.nn.attention.bias import causal_lower_right
 
         pk, pv = aa_prefix[layer]
         key = torch.cat([_expand_heads(pk, groups, batch), _expand_heads(key, groups, batch)], dim=2)
         value = torch.cat([_expand_heads(pv, groups, batch), _expand_heads(value, groups, batch)], dim=2)
-        out = F.scaled_dot_product_attention(query, key, value, attn_mask=causal_lower_right(lq, key.shape[2]),
-                                             scale=scaling)
+        out = F.scaled_dot_product_attention(
+            query, key, value, attn_mask=causal_lower_right(lq, key.shape[2]), scale=scaling
+        )
     return out.transpose(1, 2).contiguous(), None
 
 

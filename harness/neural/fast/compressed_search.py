@@ -4,6 +4,7 @@
 lists of product-quantised vectors: 64 bytes a vector instead of 4 x dim) or "HNSW32".
 Results are approximate: the bench measures the recall it gives up against exact search.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -21,7 +22,7 @@ def build_index(candidates: np.ndarray, spec: str, *, train_size: int = 262144, 
         sample = x if len(x) <= train_size else x[np.sort(rng.choice(len(x), train_size, replace=False))]
         index.train(sample)
     for start in range(0, len(x), 1 << 18):
-        index.add(x[start:start + (1 << 18)])
+        index.add(x[start : start + (1 << 18)])
     return index
 
 
@@ -37,8 +38,9 @@ def set_search_breadth(index, nprobe: int) -> None:
             pass
 
 
-def index_search(index, queries: np.ndarray, candidate_ids: Sequence[str], k: int, *,
-                 nprobe: int = 64) -> list[list[tuple[str, float]]]:
+def index_search(
+    index, queries: np.ndarray, candidate_ids: Sequence[str], k: int, *, nprobe: int = 64
+) -> list[list[tuple[str, float]]]:
     """Approximate top-k per query, score descending then documentID (the harness's order)."""
     set_search_breadth(index, nprobe)
     ids = np.asarray(candidate_ids, dtype=object)

@@ -1,4 +1,5 @@
 """Switch an inference-only encoder onto the fastest exact path its backbone allows."""
+
 from __future__ import annotations
 
 import functools
@@ -27,8 +28,9 @@ def enable_fast_path(encoder, prefer: str = "packed") -> str | None:
         backbone.config.use_cache = False  # encoding never decodes: no key/value cache
     if prefer in ("padded", "packed") and FusedDecoder.supports(backbone):
         encoder.fused_decoder = FusedDecoder(backbone, layout=prefer)
-        encoder.fast_embed = functools.partial(embed_fused, encoder.fused_decoder, pooling=encoder.pooling,
-                                               finish=encoder.finish)
+        encoder.fast_embed = functools.partial(
+            embed_fused, encoder.fused_decoder, pooling=encoder.pooling, finish=encoder.finish
+        )
         return prefer
     if getattr(encoder, "padding_side", None) == "right" and causal_attention.enable(backbone):
         return "aa_causal"

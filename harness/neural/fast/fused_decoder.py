@@ -18,6 +18,7 @@ A shared prefix (a reranker's query) is run once; its per-layer keys and values 
 gathered in front of every continuation's keys, and the continuations attend to them
 bottom-right aligned, which is the concatenated pair's causal attention.
 """
+
 from __future__ import annotations
 
 import functools
@@ -76,7 +77,7 @@ class Padded:
         width = max(lengths)
         ids = np.full((len(rows), width), pad_id, dtype=np.int64)
         for i, r in enumerate(rows):
-            ids[i, :len(r)] = r
+            ids[i, : len(r)] = r
         positions = np.broadcast_to(np.arange(width, dtype=np.int64), ids.shape)
         return cls(to_device(ids, device), to_device(positions, device), lengths)
 
@@ -100,7 +101,9 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
     return x * cos + rotated * sin
 
 
-def _pre_attention(x, norm_w, eps, w_qkv, b_qkv, q_norm_w, k_norm_w, cos, sin, heads: int, kv_heads: int, head_dim: int):
+def _pre_attention(
+    x, norm_w, eps, w_qkv, b_qkv, q_norm_w, k_norm_w, cos, sin, heads: int, kv_heads: int, head_dim: int
+):
     h = _rms(x, norm_w, eps)
     return _heads_rope(F.linear(h, w_qkv, b_qkv), q_norm_w, k_norm_w, cos, sin, eps, heads, kv_heads, head_dim)
 
@@ -141,12 +144,13 @@ def _padded_attention(q, k, v, shape, scale):
     if q.is_cuda and q.dtype in (torch.float16, torch.bfloat16) and _CUDNN_ATTENTION is not False:
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
-        for mode in (["gqa", "repeat"] if _CUDNN_ATTENTION is None else [_CUDNN_ATTENTION]):
+        for mode in ["gqa", "repeat"] if _CUDNN_ATTENTION is None else [_CUDNN_ATTENTION]:
             try:
                 kk, vv = (k, v) if mode == "gqa" else (k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1))
                 with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
-                    out = F.scaled_dot_product_attention(q, kk, vv, is_causal=True, scale=scale,
-                                                         enable_gqa=mode == "gqa" and groups > 1)
+                    out = F.scaled_dot_product_attention(
+                        q, kk, vv, is_causal=True, scale=scale, enable_gqa=mode == "gqa" and groups > 1
+                    )
                 _CUDNN_ATTENTION = mode
                 break
             except RuntimeError:
@@ -184,8 +188,16 @@ def _native_gqa(q, k, v, cu_q, cu_k, max_q, max_k, kwargs) -> bool:
         q, k, v = q.detach(), k.detach(), v.detach()
         groups = q.shape[1] // k.shape[1]
         with torch.no_grad():
-            want = varlen_attn(q, k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1), cu_q, cu_k,
-                               max_q, max_k, **kwargs)
+            want = varlen_attn(
+                q,
+                k.repeat_interleave(groups, dim=1),
+                v.repeat_interleave(groups, dim=1),
+                cu_q,
+                cu_k,
+                max_q,
+                max_k,
+                **kwargs,
+            )
             try:
                 got = varlen_attn(q, k, v, cu_q, cu_k, max_q, max_k, **kwargs)
                 _GQA_NATIVE = bool(torch.allclose(got.float(), want.float(), atol=1e-3, rtol=1e-3))
@@ -247,7 +259,7 @@ def _fuse(linears: Sequence[torch.nn.Linear], name: str = "weight") -> torch.Ten
     start = 0
     for lin in linears:
         rows = getattr(lin, name).shape[0]
-        setattr(lin, name, torch.nn.Parameter(fused[start:start + rows], requires_grad=False))
+        setattr(lin, name, torch.nn.Parameter(fused[start : start + rows], requires_grad=False))
         start += rows
     return fused
 
@@ -267,24 +279,27 @@ class FusedDecoder:
         self.head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
         self.inter = c.intermediate_size
         self.eps = c.rms_norm_eps
-        self.scale = self.head_dim ** -0.5
+        self.scale = self.head_dim**-0.5
         self.layers = []
         for layer in model.layers:
             a, m = layer.self_attn, layer.mlp
             biases = [p.bias for p in (a.q_proj, a.k_proj, a.v_proj)]
-            self.layers.append({
-                "in_norm": layer.input_layernorm.weight,
-                "w_qkv": _fuse([a.q_proj, a.k_proj, a.v_proj]),
-                "b_qkv": _fuse([a.q_proj, a.k_proj, a.v_proj], "bias") if biases[0] is not None else None,
-                "q_norm": a.q_norm.weight if hasattr(a, "q_norm") else None,
-                "k_norm": a.k_norm.weight if hasattr(a, "k_norm") else None,
-                "w_o": a.o_proj.weight,
-                "post_norm": layer.post_attention_layernorm.weight,
-                "w_gu": _fuse([m.gate_proj, m.up_proj]),
-                "w_down": m.down_proj.weight,
-            })
-        self.pre, self.post, self.final = compiled((_pre_attention, _post_attention, _rms),
-                                                   next(model.parameters()).device, compile)
+            self.layers.append(
+                {
+                    "in_norm": layer.input_layernorm.weight,
+                    "w_qkv": _fuse([a.q_proj, a.k_proj, a.v_proj]),
+                    "b_qkv": _fuse([a.q_proj, a.k_proj, a.v_proj], "bias") if biases[0] is not None else None,
+                    "q_norm": a.q_norm.weight if hasattr(a, "q_norm") else None,
+                    "k_norm": a.k_norm.weight if hasattr(a, "k_norm") else None,
+                    "w_o": a.o_proj.weight,
+                    "post_norm": layer.post_attention_layernorm.weight,
+                    "w_gu": _fuse([m.gate_proj, m.up_proj]),
+                    "w_down": m.down_proj.weight,
+                }
+            )
+        self.pre, self.post, self.final = compiled(
+            (_pre_attention, _post_attention, _rms), next(model.parameters()).device, compile
+        )
 
     @staticmethod
     def supports(model: torch.nn.Module) -> bool:
@@ -312,16 +327,29 @@ class FusedDecoder:
             assert isinstance(batch, Packed)  # checked above
             gather, cu_k, max_k = prefix.key_layout(batch)
         for i, p in enumerate(self.layers):
-            q, k, v = self.pre(x, p["in_norm"], self.eps, p["w_qkv"], p["b_qkv"], p["q_norm"], p["k_norm"], cos, sin,
-                               self.heads, self.kv_heads, self.head_dim)
+            q, k, v = self.pre(
+                x,
+                p["in_norm"],
+                self.eps,
+                p["w_qkv"],
+                p["b_qkv"],
+                p["q_norm"],
+                p["k_norm"],
+                cos,
+                sin,
+                self.heads,
+                self.kv_heads,
+                self.head_dim,
+            )
             if capture:
                 keys.append(k)
                 values.append(v)
             if isinstance(batch, Padded):
                 attn = _padded_attention(q, k, v, batch.ids.shape, self.scale)
             elif prefix is None:
-                attn = _varlen_attention(q, k, v, batch.cu_seqlens, batch.cu_seqlens, batch.longest, batch.longest,
-                                         self.scale)
+                attn = _varlen_attention(
+                    q, k, v, batch.cu_seqlens, batch.cu_seqlens, batch.longest, batch.longest, self.scale
+                )
             else:
                 k_all = torch.cat([prefix.keys[i], k]).index_select(0, gather)
                 v_all = torch.cat([prefix.values[i], v]).index_select(0, gather)

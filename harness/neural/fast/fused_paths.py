@@ -4,6 +4,7 @@ Rows are taken longest first and grouped under a token budget: packed end to end
 to the group's longest (which, sorted, adds little). Each group is one forward. Vectors stay
 on the device until the end, so the host lays out the next group while the device runs this one.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Sequence, cast
@@ -47,7 +48,7 @@ def mean_pool_packed(hidden: torch.Tensor, packed: Packed, n: int) -> torch.Tens
 
 
 def last_token_packed(hidden: torch.Tensor, packed: Packed, n: int) -> torch.Tensor:
-    return hidden[packed.cu_seqlens[1: n + 1].long() - 1]
+    return hidden[packed.cu_seqlens[1 : n + 1].long() - 1]
 
 
 def _pool_padded(hidden: torch.Tensor, batch: Padded, pooling: str) -> torch.Tensor:
@@ -61,9 +62,15 @@ def _pool_padded(hidden: torch.Tensor, batch: Padded, pooling: str) -> torch.Ten
 
 
 @torch.inference_mode()
-def embed_fused(decoder: FusedDecoder, rows: Sequence[Sequence[int]], device: torch.device, *,
-                max_tokens: int = 65536, pooling: str = "mean",
-                finish: Callable[[torch.Tensor], torch.Tensor] | None = None) -> np.ndarray:
+def embed_fused(
+    decoder: FusedDecoder,
+    rows: Sequence[Sequence[int]],
+    device: torch.device,
+    *,
+    max_tokens: int = 65536,
+    pooling: str = "mean",
+    finish: Callable[[torch.Tensor], torch.Tensor] | None = None,
+) -> np.ndarray:
     """finish(pooled states) per row (identity if None), float32 rows in input order; pooling is
     "mean" (fp32 mean over the row) or "last" (the row's last token). The budget counts padding."""
     lengths = [len(r) for r in rows]
@@ -77,16 +84,23 @@ def embed_fused(decoder: FusedDecoder, rows: Sequence[Sequence[int]], device: to
             pooled = _pool_padded(decoder.forward(batch), batch, pooling)
         else:
             packed = Packed.of(chosen, device)
-            pooled = (last_token_packed if pooling == "last" else mean_pool_packed)(decoder.forward(packed), packed,
-                                                                                      len(group))
+            pooled = (last_token_packed if pooling == "last" else mean_pool_packed)(
+                decoder.forward(packed), packed, len(group)
+            )
         parts.append((finish(pooled) if finish else pooled).float())
     return in_input_order(parts, groups, len(rows))
 
 
 @torch.inference_mode()
-def score_fused_continuations(decoder: FusedDecoder, head: Callable[[torch.Tensor], torch.Tensor],
-                               prefix: Sequence[int], continuations: Sequence[Sequence[int]], device: torch.device, *,
-                               max_tokens: int = 65536) -> np.ndarray:
+def score_fused_continuations(
+    decoder: FusedDecoder,
+    head: Callable[[torch.Tensor], torch.Tensor],
+    prefix: Sequence[int],
+    continuations: Sequence[Sequence[int]],
+    device: torch.device,
+    *,
+    max_tokens: int = 65536,
+) -> np.ndarray:
     """head(last state of prefix + c) per continuation: the prefix runs once, its keys and values
     serve every pack of continuations. The budget counts continuation tokens."""
     if not prefix or any(not c for c in continuations):

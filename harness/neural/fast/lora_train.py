@@ -18,6 +18,7 @@ checkpoints and `save_pretrained` see nothing new, and a trainer hook can swap i
 for `embed_for_training` + its loss. LoRA dropout draws one mask per target, as PEFT does.
 Tests compare the loss and every LoRA gradient with PEFT's forward in fp32.
 """
+
 from __future__ import annotations
 
 import logging
@@ -41,6 +42,7 @@ _ADAPTER = "default"
 
 
 _log = logging.getLogger(__name__)
+
 
 class _Lora(NamedTuple):
     """The LoRA of one fused product: As [r_i, in] and Bs [out_i, r_i] per target, scaling per target.
@@ -136,33 +138,44 @@ class LoraFusedDecoder:
         c = base.config
         self.heads, self.kv_heads = c.num_attention_heads, c.num_key_value_heads
         self.head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
-        self.inter, self.eps, self.scale = c.intermediate_size, c.rms_norm_eps, self.head_dim ** -0.5
+        self.inter, self.eps, self.scale = c.intermediate_size, c.rms_norm_eps, self.head_dim**-0.5
         self.checkpoint = checkpoint
         self.layers = []
         for layer in base.layers:
             a, m = layer.self_attn, layer.mlp
             qkv = [_base(a.q_proj), _base(a.k_proj), _base(a.v_proj)]
             gu = [_base(m.gate_proj), _base(m.up_proj)]
-            self.layers.append({
-                "in_norm": layer.input_layernorm.weight,
-                "w_qkv": _fuse(qkv), "b_qkv": _fuse(qkv, "bias") if qkv[0].bias is not None else None,
-                "q_norm": a.q_norm.weight if hasattr(a, "q_norm") else None,
-                "k_norm": a.k_norm.weight if hasattr(a, "k_norm") else None,
-                "w_o": _base(a.o_proj).weight, "post_norm": layer.post_attention_layernorm.weight,
-                "w_gu": _fuse(gu), "w_down": _base(m.down_proj).weight,
-                "lora_qkv": _lora_of([a.q_proj, a.k_proj, a.v_proj]), "lora_o": _lora_of([a.o_proj]),
-                "lora_gu": _lora_of([m.gate_proj, m.up_proj]), "lora_down": _lora_of([m.down_proj]),
-            })
+            self.layers.append(
+                {
+                    "in_norm": layer.input_layernorm.weight,
+                    "w_qkv": _fuse(qkv),
+                    "b_qkv": _fuse(qkv, "bias") if qkv[0].bias is not None else None,
+                    "q_norm": a.q_norm.weight if hasattr(a, "q_norm") else None,
+                    "k_norm": a.k_norm.weight if hasattr(a, "k_norm") else None,
+                    "w_o": _base(a.o_proj).weight,
+                    "post_norm": layer.post_attention_layernorm.weight,
+                    "w_gu": _fuse(gu),
+                    "w_down": _base(m.down_proj).weight,
+                    "lora_qkv": _lora_of([a.q_proj, a.k_proj, a.v_proj]),
+                    "lora_o": _lora_of([a.o_proj]),
+                    "lora_gu": _lora_of([m.gate_proj, m.up_proj]),
+                    "lora_down": _lora_of([m.down_proj]),
+                }
+            )
         partial = [name for name, p in self.layers[0].items() if name.startswith("lora") and p is None]
         if 0 < len(partial) < 4:  # all or none: a target on one of q/k/v only is not fused
-            lone = [n for n, mod in (("q/k/v", [a.q_proj, a.k_proj, a.v_proj]), ("gate/up", [m.gate_proj, m.up_proj]))
-                    if any(hasattr(x, "lora_A") for x in mod) and _lora_of(mod) is None]
+            lone = [
+                n
+                for n, mod in (("q/k/v", [a.q_proj, a.k_proj, a.v_proj]), ("gate/up", [m.gate_proj, m.up_proj]))
+                if any(hasattr(x, "lora_A") for x in mod) and _lora_of(mod) is None
+            ]
             if lone:
                 raise ValueError(f"LoRA on part of {', '.join(lone)}: the fused path needs all of them or none")
         # only the elementwise work between the products is compiled, never the LoRA side
         # products: with LoRA dropout inside, Inductor failed on an H100 (torch 2.11)
         self.rms, self.qk_rope, self.add_rms, self.swiglu, self.add = compiled(
-            (_rms, _qk_rope, _add_rms, _swiglu, _add), next(base.parameters()).device, compile)
+            (_rms, _qk_rope, _add_rms, _swiglu, _add), next(base.parameters()).device, compile
+        )
 
     @property
     def training(self) -> bool:
@@ -171,8 +184,18 @@ class LoraFusedDecoder:
     def _layer(self, i: int, x: torch.Tensor, cos, sin, attend: Attend, keep: list | None) -> torch.Tensor:
         p, training = self.layers[i], self.training
         h = self.rms(x, p["in_norm"], self.eps)
-        q, k, v = self.qk_rope(F.linear(h, p["w_qkv"], p["b_qkv"]), _lora_delta(h, p["lora_qkv"], training),
-                               p["q_norm"], p["k_norm"], cos, sin, self.eps, self.heads, self.kv_heads, self.head_dim)
+        q, k, v = self.qk_rope(
+            F.linear(h, p["w_qkv"], p["b_qkv"]),
+            _lora_delta(h, p["lora_qkv"], training),
+            p["q_norm"],
+            p["k_norm"],
+            cos,
+            sin,
+            self.eps,
+            self.heads,
+            self.kv_heads,
+            self.head_dim,
+        )
         if keep is not None:
             keep.append((k, v))
         if attend.gather is not None:
@@ -197,8 +220,14 @@ class LoraFusedDecoder:
         return self.rms(x, self.base.norm.weight, self.eps)
 
 
-def embed_for_training(decoder: LoraFusedDecoder, rows: Sequence[Sequence[int]], device: torch.device, *,
-                       pooling: str = "mean", finish: Callable[[torch.Tensor], torch.Tensor] | None = None) -> torch.Tensor:
+def embed_for_training(
+    decoder: LoraFusedDecoder,
+    rows: Sequence[Sequence[int]],
+    device: torch.device,
+    *,
+    pooling: str = "mean",
+    finish: Callable[[torch.Tensor], torch.Tensor] | None = None,
+) -> torch.Tensor:
     """finish(pooled final states) per row, [len(rows), dim], differentiable: all rows in one pack.
 
     pooling "mean" is the fp32 mean over each row's tokens; "last" its last token's state."""
@@ -210,9 +239,16 @@ def embed_for_training(decoder: LoraFusedDecoder, rows: Sequence[Sequence[int]],
     return finish(pooled) if finish is not None else pooled
 
 
-def retriever_loss(decoder: LoraFusedDecoder, finish: Callable[[torch.Tensor], torch.Tensor],
-                   rows_a: Sequence[Sequence[int]], rows_b: Sequence[Sequence[int]], device: torch.device, *,
-                   tau: float, cosine: bool = False) -> torch.Tensor:
+def retriever_loss(
+    decoder: LoraFusedDecoder,
+    finish: Callable[[torch.Tensor], torch.Tensor],
+    rows_a: Sequence[Sequence[int]],
+    rows_b: Sequence[Sequence[int]],
+    device: torch.device,
+    *,
+    tau: float,
+    cosine: bool = False,
+) -> torch.Tensor:
     """The retriever's step loss (Eq. 2 over N authors x 2 documents): rows_a[i] and rows_b[i] are
     author i's two documents; both halves run as one pack. Call .backward() on it."""
     from harness.neural.losses import supcon_loss
@@ -255,9 +291,9 @@ def fused_embed_batch(*, checkpoint: bool = False, compile: bool | None = None, 
             why = "it bypasses DDP's gradient sync" if ddp else None
             if why is None:
                 try:
-                    decoders[id(model)] = LoraFusedDecoder(model.backbone,
-                                                           compile=training_compile(model.backbone, compile),
-                                                           checkpoint=checkpoint)
+                    decoders[id(model)] = LoraFusedDecoder(
+                        model.backbone, compile=training_compile(model.backbone, compile), checkpoint=checkpoint
+                    )
                 except ValueError as e:
                     why = str(e)
             if why is not None:

@@ -6,6 +6,7 @@ continuations (right-padded, length-sorted, positions offset by the prefix lengt
 computes the same last-token states as the concatenated pairs, for the continuations' tokens
 alone and with no padding in front of them. Needs a decoder switched to `aa_causal`.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Sequence, cast
@@ -17,9 +18,17 @@ from harness.neural.batching import right_padded, token_budget_batches
 
 
 @torch.inference_mode()
-def score_continuations(backbone: torch.nn.Module, head: Callable[[torch.Tensor], torch.Tensor], prefix: Sequence[int],
-                        continuations: Sequence[Sequence[int]], device: torch.device, *, pad_id: int,
-                        max_tokens: int = 65536, max_batch: int = 512) -> np.ndarray:
+def score_continuations(
+    backbone: torch.nn.Module,
+    head: Callable[[torch.Tensor], torch.Tensor],
+    prefix: Sequence[int],
+    continuations: Sequence[Sequence[int]],
+    device: torch.device,
+    *,
+    pad_id: int,
+    max_tokens: int = 65536,
+    max_batch: int = 512,
+) -> np.ndarray:
     """head(last real token state of prefix + c) for each continuation c, as float32 [len, out]."""
     from harness.neural.fast.causal_attention import is_enabled
 
@@ -28,8 +37,9 @@ def score_continuations(backbone: torch.nn.Module, head: Callable[[torch.Tensor]
     if not prefix or any(not c for c in continuations):
         raise ValueError("prefix and every continuation need at least one token")
     captured: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-    backbone(input_ids=torch.as_tensor([list(prefix)], dtype=torch.long, device=device), aa_capture=captured,
-             use_cache=False)
+    backbone(
+        input_ids=torch.as_tensor([list(prefix)], dtype=torch.long, device=device), aa_capture=captured, use_cache=False
+    )
     offset = len(prefix)
     out: list[np.ndarray | None] = [None] * len(continuations)
     # each row's attention also reads the prefix: count it in the budget so memory stays flat

@@ -18,6 +18,7 @@ The reranker's trainer takes this step through `shared_prefix_score_groups` (its
 `score_groups` hook, `--set fast_training=true`), and `aa-harness bench train reranker` times
 that same hook and loss.
 """
+
 from __future__ import annotations
 
 import logging
@@ -30,6 +31,7 @@ from harness.neural.fast.fused_decoder import to_device
 from harness.neural.fast.lora_train import Attend, LoraFusedDecoder, training_compile
 
 _log = logging.getLogger(__name__)
+
 
 def shared_prefix_layout(groups: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]], device: torch.device):
     """(ids [T], positions [T], Attend, index of each candidate's last token) for groups of
@@ -59,15 +61,27 @@ def shared_prefix_layout(groups: Sequence[tuple[Sequence[int], Sequence[Sequence
             max_q, max_k = max(max_q, n), max(max_k, p + n)
             start += n
             last.append(start - 1)
-    attend = Attend(to_device(np.asarray(cu_q, dtype=np.int32), device), to_device(np.asarray(cu_k, dtype=np.int32), device),
-                    max_q, max_k, to_device(np.concatenate(gather), device))
-    return (to_device(np.concatenate(ids), device), to_device(np.concatenate(pos), device), attend,
-            to_device(np.asarray(last, dtype=np.int64), device))
+    attend = Attend(
+        to_device(np.asarray(cu_q, dtype=np.int32), device),
+        to_device(np.asarray(cu_k, dtype=np.int32), device),
+        max_q,
+        max_k,
+        to_device(np.concatenate(gather), device),
+    )
+    return (
+        to_device(np.concatenate(ids), device),
+        to_device(np.concatenate(pos), device),
+        attend,
+        to_device(np.asarray(last, dtype=np.int64), device),
+    )
 
 
-def shared_prefix_scores(decoder: LoraFusedDecoder, head: Callable[[torch.Tensor], torch.Tensor],
-                         groups: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]],
-                         device: torch.device) -> list[torch.Tensor]:
+def shared_prefix_scores(
+    decoder: LoraFusedDecoder,
+    head: Callable[[torch.Tensor], torch.Tensor],
+    groups: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]],
+    device: torch.device,
+) -> list[torch.Tensor]:
     """head(last state of prefix + candidate) for every candidate of every group, one tensor per
     group, differentiable; all groups in one pack."""
     ids, positions, attend, last = shared_prefix_layout(groups, device)
@@ -78,9 +92,14 @@ def shared_prefix_scores(decoder: LoraFusedDecoder, head: Callable[[torch.Tensor
     return list(scores.split([len(c) for _, c in groups]))
 
 
-def reranker_loss(decoder: LoraFusedDecoder, head: Callable[[torch.Tensor], torch.Tensor],
-                  groups: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]], device: torch.device, *,
-                  tau: float = 1.0) -> torch.Tensor:
+def reranker_loss(
+    decoder: LoraFusedDecoder,
+    head: Callable[[torch.Tensor], torch.Tensor],
+    groups: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]],
+    device: torch.device,
+    *,
+    tau: float = 1.0,
+) -> torch.Tensor:
     """Mean over groups of Eq. 2 over each group's candidates, the first being the positive
     (the paper: one query per step, tau 1). Call .backward() on it (divided for accumulation)."""
     from harness.neural.losses import candidates_loss
@@ -106,21 +125,23 @@ def shared_prefix_score_groups(*, checkpoint: bool = False, compile: bool | None
 
     def score_groups(wrapped, model, groups, device) -> list[torch.Tensor]:
         ddp = isinstance(wrapped, torch.nn.parallel.DistributedDataParallel)
-        known = id(model) in decoders and (decoders[id(model)] is None
-                                           or decoders[id(model)].model is model.backbone)  # type: ignore[union-attr]
+        known = id(model) in decoders and (decoders[id(model)] is None or decoders[id(model)].model is model.backbone)  # type: ignore[union-attr]
         if not known:
             why = "the shared-prefix step bypasses DDP's gradient sync" if ddp else None
             if why is None:
                 try:
                     decoders[id(model)] = LoraFusedDecoder(
-                        model.backbone, compile=training_compile(model.backbone, compile), checkpoint=checkpoint)
+                        model.backbone, compile=training_compile(model.backbone, compile), checkpoint=checkpoint
+                    )
                 except ValueError as e:
                     why = str(e)
             if why is not None:
                 if fallback is None:
                     raise HarnessError(f"fast_training: {why}; drop --set fast_training=true")
-                _log.info(f"scoring training pairs through the plain Hugging Face forward: the shared-prefix "
-                          f"step cannot run ({why})")
+                _log.info(
+                    f"scoring training pairs through the plain Hugging Face forward: the shared-prefix "
+                    f"step cannot run ({why})"
+                )
                 decoders[id(model)] = None
         decoder = decoders[id(model)]
         if decoder is None:

@@ -3,6 +3,7 @@
 A loader returns a `harness.data.collection.Collection`; `load_collection` builds one from
 canonical records and works out the foreground authors (two or more genres) itself.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,10 @@ from pathlib import Path
 
 from harness.api import load_collection
 
-GENRES = {"letter": ["dear", "yours", "family", "weather", "garden", "news", "visit"],
-          "note": ["meeting", "remember", "buy", "call", "tomorrow", "list", "office"]}
+GENRES = {
+    "letter": ["dear", "yours", "family", "weather", "garden", "news", "visit"],
+    "note": ["meeting", "remember", "buy", "call", "tomorrow", "list", "office"],
+}
 HABITS = ["really", "quite", "rather", "very", "just", "so", "but", "that"]
 
 
@@ -26,8 +29,14 @@ def _records(seed: int = 7) -> list[dict]:
         for genre in genres:
             for j in range(3):
                 words = [rng.choice(GENRES[genre]) if rng.random() < 0.6 else rng.choice(habits) for _ in range(120)]
-                out.append({"documentID": f"ex-{a}-{genre}-{j}", "authorIDs": [f"author{a}"], "genre": genre,
-                            "fullText": " ".join(words)})
+                out.append(
+                    {
+                        "documentID": f"ex-{a}-{genre}-{j}",
+                        "authorIDs": [f"author{a}"],
+                        "genre": genre,
+                        "fullText": " ".join(words),
+                    }
+                )
     return out
 
 

@@ -2,6 +2,7 @@
 
 Kept free of heavy imports: `aa-harness systems function-words` reads it to list the keys.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -12,12 +13,39 @@ class FunctionWordConfig:
     """A bag of function words, each a stylistic habit independent of topic."""
 
     words: tuple[str, ...] = field(
-        default=("the", "a", "of", "and", "to", "in", "that", "it", "is", "was", "i", "for", "on", "you", "but",
-                 "with", "as", "not", "so", "just", "really", "quite", "rather", "very"),
-        metadata={"help": "the vocabulary counted (comma-separated with --set)"})
+        default=(
+            "the",
+            "a",
+            "of",
+            "and",
+            "to",
+            "in",
+            "that",
+            "it",
+            "is",
+            "was",
+            "i",
+            "for",
+            "on",
+            "you",
+            "but",
+            "with",
+            "as",
+            "not",
+            "so",
+            "just",
+            "really",
+            "quite",
+            "rather",
+            "very",
+        ),
+        metadata={"help": "the vocabulary counted (comma-separated with --set)"},
+    )
     smoothing: float = field(default=0.5, metadata={"help": "added to every count before normalising"})
-    standardise: bool = field(default=True, metadata={"help": "standardise each document's log word profile on its own "
-                                                       "(never over the texts of one call)"})
+    standardise: bool = field(
+        default=True,
+        metadata={"help": "standardise each document's log word profile on its own (never over the texts of one call)"},
+    )
 
     def __post_init__(self):
         if self.smoothing < 0:

@@ -1,4 +1,5 @@
 """An Encoder: encode(documents) -> one unit vector per document; the harness does the search."""
+
 from __future__ import annotations
 
 import re
