@@ -25,6 +25,11 @@ class FakeConfig:
     pass
 
 
+@dataclasses.dataclass(frozen=True)
+class FakeBatchConfig:
+    batch_size: int = 16
+
+
 class Act:
     """What the fake systems do; set by each test."""
 
@@ -84,6 +89,9 @@ class Plugin:
         here = __name__
         register(SystemSpec("fake-ranker", f"{here}:FakeRanker", f"{here}:FakeConfig", capabilities=("rank",)))
         register(SystemSpec("fake-encoder", f"{here}:FakeEncoder", f"{here}:FakeConfig", capabilities=("encode",)))
+        register(
+            SystemSpec("fake-batch-encoder", f"{here}:FakeEncoder", f"{here}:FakeBatchConfig", capabilities=("encode",))
+        )
         register(SystemSpec("fake-reranker", f"{here}:FakeReranker", f"{here}:FakeConfig", capabilities=("rerank",)))
 
 
@@ -461,3 +469,15 @@ def test_what_rank_returns_is_that_systems_one_line_error(fake, tmp_path, coll, 
     line = one_line_error(*run_cli(capsys, "run", "fake-ranker", *_base(tmp_path, coll))[::2])
     assert "'fake-ranker'" in line
     assert not list((tmp_path / "runs" / "tiny").glob("fake-ranker/seed-*.json"))
+
+
+@hostile("chunk-dependent or broken encoders", "clear error")
+def test_an_encoder_that_depends_on_chunking_only_above_8_texts_is_caught_by_its_declared_batch(
+    fake, tmp_path, coll, capsys
+):
+    """A sample of 8 let an encoder standardising only calls of more than 8 texts through; the sample
+    now exceeds the batch the system declares (its config's batch_size, 16 here)."""
+    Act.encode = _per_call(lambda v: (v - v.mean(0)) / (v.std(0) + 1e-9) if len(v) > 8 else v)
+    line = one_line_error(*run_cli(capsys, "run", "fake-batch-encoder", *_base(tmp_path, coll))[::2])
+    assert "'fake-batch-encoder'" in line and "encode()" in line
+    assert run_cli(capsys, "run", "fake-encoder", *_base(tmp_path, coll))[0] == 0  # 8 texts alone: not seen

@@ -25,9 +25,11 @@ import numpy as np
 from harness.data.documents import Document
 from harness.errors import HarnessError
 
-# The chunking check: a sample encoded in one call, then in these call sizes.
+# The chunking check: a sample encoded in one call, then in these call sizes (a larger sample, when
+# the system declares a larger batch, is also split in halves and after 3 texts; at most MAX_SAMPLE).
 SAMPLE = 8
 CHUNKINGS = ((1,) * 8, (4, 4), (3, 5))
+MAX_SAMPLE = 512
 MIN_COSINE = 0.999
 NORM_TOLERANCE = 0.01
 
@@ -133,19 +135,29 @@ class CheckedEncoder:
         return vecs
 
 
-def check_chunking(encoder: CheckedEncoder, documents: Sequence[Document]) -> None:
+def _chunkings(n: int) -> tuple[tuple[int, ...], ...]:
+    if n <= SAMPLE:
+        return CHUNKINGS
+    return ((1,) * SAMPLE, (n // 2, n - n // 2), (3, n - 3))
+
+
+def check_chunking(encoder: CheckedEncoder, documents: Sequence[Document], largest_batch: int | None = None) -> None:
     """HarnessError when a sample's vectors depend on how it is split into encode() calls.
+
+    The sample holds SAMPLE texts, or one more than the largest batch the system declares (its
+    config's `batch_size`), so behaviour that starts above a batch's size is sampled too.
 
     Each row encoded in another chunking must have cosine >= MIN_COSINE with the one-call row
     and a length within NORM_TOLERANCE of it: float noise (batch padding, kernels picked by batch
     size) passes, a per-call standardisation or a vector depending on its place in the call does not.
     """
-    step = max(1, len(documents) // SAMPLE)
-    sample = list(documents[::step][:SAMPLE])
+    size = SAMPLE if not largest_batch or largest_batch < SAMPLE else min(largest_batch + 1, MAX_SAMPLE)
+    step = max(1, len(documents) // size)
+    sample = list(documents[::step][:size])
     if len(sample) < 2:
         return
     whole = encoder.encode(sample)
-    for sizes in CHUNKINGS:
+    for sizes in _chunkings(len(sample)):
         parts, i = [], 0
         for size in sizes:
             if i >= len(sample):

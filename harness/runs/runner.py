@@ -201,7 +201,8 @@ def run_split(
     ranker = as_ranker(system)
     if isinstance(ranker, DenseRanker):  # an encoder: held to one finite row per text, whatever the chunking
         checked = CheckedEncoder(system_name, ranker.encoder)
-        check_chunking(checked, candidates)
+        batch = config.get("batch_size")
+        check_chunking(checked, candidates, batch if isinstance(batch, int) and not isinstance(batch, bool) else None)
         ranker = DenseRanker(checked)
     # Encoders show their own phases (encode candidates, encode queries, search); others rank in one.
     phased = isinstance(ranker, DenseRanker) or hasattr(system, "encode")
