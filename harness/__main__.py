@@ -1,5 +1,5 @@
 """`python -m harness` is the same as the `aa-harness` command."""
 
-from harness.cli import main
+from harness.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -1231,6 +1231,25 @@ def _error_line(e: BaseException) -> str:
     return str(e)
 
 
+def entry(argv: list[str] | None = None) -> None:
+    """The `aa-harness` command: main(), then exit with its status without waiting for threads a
+    plugin left running (the interpreter would wait for them after the summary was printed)."""
+    import threading
+
+    status = main(argv)
+    left = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive() and not t.daemon]
+    if left:
+        names = ", ".join(sorted(t.name for t in left))
+        print(
+            f"aa-harness: warning: {len(left)} thread(s) left running by plugin code ({names}); exiting without them",
+            file=sys.stderr,
+        )
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    sys.exit(status)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     _configure_logging("--debug" in argv)  # before the parser: plugins adding commands may warn

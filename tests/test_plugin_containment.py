@@ -481,3 +481,19 @@ def test_an_encoder_that_depends_on_chunking_only_above_8_texts_is_caught_by_its
     line = one_line_error(*run_cli(capsys, "run", "fake-batch-encoder", *_base(tmp_path, coll))[::2])
     assert "'fake-batch-encoder'" in line and "encode()" in line
     assert run_cli(capsys, "run", "fake-encoder", *_base(tmp_path, coll))[0] == 0  # 8 texts alone: not seen
+
+
+@hostile("plugin exits", "held")
+def test_a_thread_left_running_does_not_keep_the_command_alive(tmp_path):
+    """A plugin's non-daemon thread once made the command hang after it printed its summary."""
+    import subprocess
+    import time
+
+    code = (
+        "import threading, time\nfrom harness import cli\n"
+        "threading.Thread(target=time.sleep, args=(120,), name='plugin-worker').start()\ncli.entry(['systems'])\n"
+    )
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 0 and "bm25" in done.stdout and time.monotonic() - start < 30
+    assert "1 thread(s) left running by plugin code (plugin-worker)" in done.stderr
