@@ -497,3 +497,30 @@ def test_a_thread_left_running_does_not_keep_the_command_alive(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 0 and "bm25" in done.stdout and time.monotonic() - start < 30
     assert "1 thread(s) left running by plugin code (plugin-worker)" in done.stderr
+
+
+def _loader_returning_a_dict(data_dir=None):
+    return {"documents": {}}
+
+
+def _loader_raising(data_dir=None):
+    raise KeyError("corpus")
+
+
+@hostile("plugin exits", "clear error")
+@pytest.mark.parametrize("loader", ["_loader_returning_a_dict", "_loader_raising", "_no_such_loader"])
+def test_a_collection_loader_that_fails_or_returns_no_collection_is_one_line(tmp_path, capsys, monkeypatch, loader):
+    import harness.cli
+    from harness.api import CollectionSpec
+    from harness.plugins import load_registry, plugin_manager
+
+    class Plugin:
+        @hookimpl
+        def register_collections(self, register):
+            register(CollectionSpec("odd", f"{__name__}:{loader}", "a plugin's collection"))
+
+    reg = load_registry(plugin_manager(entrypoints=False, extra=(Plugin(),)))
+    monkeypatch.setattr(harness.cli, "_registry", lambda: reg)
+    line = one_line_error(*run_cli(capsys, "run", "bm25", "--collection", "odd", "--runs-dir", tmp_path / "runs")[::2])
+    assert "collection 'odd': its loader" in line
+    assert not (tmp_path / "runs").exists()

@@ -72,7 +72,20 @@ def open_collection(
         raise HarnessError(
             "--name-collection names a collection given as a file path; registered collections keep their names"
         )
-    return registry.collection(name_or_path).load(data_dir)
+    spec = registry.collection(name_or_path)
+    try:
+        collection = spec.load(data_dir)
+    except HarnessError:
+        raise
+    except (Exception, SystemExit, GeneratorExit) as e:  # plugin code: one line naming it, never a traceback
+        raise HarnessError(
+            f"collection {spec.name!r}: its loader {spec.loader} failed ({type(e).__name__}: {e})"
+        ) from None
+    if not isinstance(collection, Collection):
+        raise HarnessError(
+            f"collection {spec.name!r}: its loader {spec.loader} returned {type(collection).__name__}, not a Collection"
+        )
+    return collection
 
 
 class SplitPlaces(NamedTuple):
