@@ -524,3 +524,15 @@ def test_a_collection_loader_that_fails_or_returns_no_collection_is_one_line(tmp
     line = one_line_error(*run_cli(capsys, "run", "bm25", "--collection", "odd", "--runs-dir", tmp_path / "runs")[::2])
     assert "collection 'odd': its loader" in line
     assert not (tmp_path / "runs").exists()
+
+
+@hostile("plugin exits", "clear error")
+def test_a_describe_nested_100000_deep_is_one_line(fake, tmp_path, coll, capsys, monkeypatch):
+    deep: dict = {}
+    node = deep
+    for _ in range(100_000):
+        node["x"] = {}
+        node = node["x"]
+    monkeypatch.setattr(FakeRanker, "describe", lambda self: deep)
+    line = one_line_error(*run_cli(capsys, "run", "fake-ranker", *_base(tmp_path, coll))[::2])
+    assert "'fake-ranker'" in line and "describe()" in line

@@ -254,6 +254,6 @@ def describe_system(system_name: str, system: Any) -> dict:
         raise HarnessError(f"system {system_name!r}: describe() must return a dict, got {type(extra).__name__}")
     try:
         json.dumps(extra, allow_nan=False)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, RecursionError) as e:  # RecursionError: nested too deep to store
         raise HarnessError(f"system {system_name!r}: describe() returned something JSON cannot store ({e})") from None
     return dict(extra)
