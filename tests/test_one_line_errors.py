@@ -577,3 +577,34 @@ def test_a_broken_bench_result_is_one_line(tmp_path, capsys, broken):
     )
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(bench / "x.json") in err, err
+
+
+@hostile("hostile input JSONL", "clear error")
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_line_past_the_bound_is_one_line_not_a_memory_error(tmp_path, monkeypatch, gz):
+    """A 2 GiB line (or a gzip bomb's endless one) once ended in a MemoryError; the bound is lowered here."""
+    import gzip
+
+    from harness.data import jsonl
+    from harness.data.collection import load_collection
+    from harness.errors import DataError
+
+    monkeypatch.setattr(jsonl, "MAX_LINE_CHARS", 1000)
+    text = json.dumps(doc(1, "a", "g1")) + "\n" + json.dumps(doc(2, "a", "g2", "x" * 5000)) + "\n"
+    path = tmp_path / ("c.jsonl.gz" if gz else "c.jsonl")
+    path.write_bytes(gzip.compress(text.encode()) if gz else text.encode())
+    with pytest.raises(DataError, match=r"c\.jsonl(\.gz)?:2: a line longer than 1,000 characters") as e:
+        load_collection("c", [path])
+    assert len(str(e.value).splitlines()) == 1
+
+
+@hostile("malformed record", "clear error")
+def test_a_json_file_past_the_bound_is_one_line(tmp_path, monkeypatch):
+    from harness.data import jsonl
+    from harness.errors import DataError
+
+    monkeypatch.setattr(jsonl, "MAX_JSON_BYTES", 100)
+    path = tmp_path / "stale.json"
+    path.write_text(json.dumps({"runs": ["x" * 200]}))
+    with pytest.raises(DataError, match=r"holds 2\d\d bytes, more than the 100 read at most"):
+        jsonl.read_json(path, "stale-runs registry")

@@ -47,6 +47,12 @@ def loads(text: str, where: str) -> Any:
     return obj
 
 
+# Bounds on what is read into memory at once: a 2 GiB line or a gzip bomb's one endless line is one
+# line of error, not a MemoryError.
+MAX_LINE_CHARS = 64 << 20
+MAX_JSON_BYTES = 256 << 20
+
+
 def open_text(path: Path):
     """Text in UTF-8; a leading byte-order mark (some editors write one) is dropped."""
     if path.suffix == ".gz":
@@ -63,7 +69,14 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise DataError(f"{path}: file not found")
     try:
         with open_text(path) as f:
-            for lineno, line in enumerate(f, 1):
+            lineno = 0
+            while line := f.readline(MAX_LINE_CHARS + 1):
+                lineno += 1
+                if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
+                    raise DataError(
+                        f"{path}:{lineno}: a line longer than {MAX_LINE_CHARS:,} characters; "
+                        "one document a line is expected"
+                    )
                 if not line.strip():
                     continue
                 obj = loads(line, f"{path}:{lineno}")
@@ -78,6 +91,8 @@ def read_json(path: str | Path, what: str = "JSON file") -> Any:
     """One JSON file, or a DataError naming it: not found, unreadable, not UTF-8, malformed, too deep."""
     path = Path(path)
     try:
+        if path.is_file() and (size := path.stat().st_size) > MAX_JSON_BYTES:
+            raise DataError(f"{path}: the {what} holds {size:,} bytes, more than the {MAX_JSON_BYTES:,} read at most")
         data = path.read_bytes()
     except FileNotFoundError:
         raise DataError(f"{path}: {what} not found") from None
