@@ -535,48 +535,25 @@ BROKEN = {"not UTF-8": b"\xff\xfe{}", "100,000 deep": b"[" * 100_000, "truncated
 @hostile("malformed record", "clear error")
 @pytest.mark.parametrize("registry", sorted(REGISTRIES))
 @pytest.mark.parametrize("broken", sorted(BROKEN))
-def test_a_broken_record_file_is_one_line_and_writes_no_page(tmp_path, capsys, registry, broken):
-    from harness.cli import main
-
-    runs, record, out = tmp_path / "runs", tmp_path / "record", tmp_path / "pages"
-    assert main(["run", "bm25", "--collection", "demo", "--seeds", "0", "--runs-dir", str(runs), "--no-progress"]) == 0
+def test_a_broken_record_file_is_one_line_and_writes_no_page(demo_runs, tmp_path, capsys, registry, broken):
+    record, out = tmp_path / "record", tmp_path / "pages"
     path = record / REGISTRIES[registry]
     path.parent.mkdir(parents=True)
     path.write_bytes(BROKEN[broken])
-    capsys.readouterr()
-    assert main(["leaderboard", "--runs-dir", str(runs), "--record", str(record), "--out", str(out), "--no-plots"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith("aa-harness: error:") and str(path) in err, err
-    assert not out.exists()
+    args = ["leaderboard", "--runs-dir", demo_runs, "--record", record, "--out", out, "--no-plots"]
+    line = one_line_error(*run_cli(capsys, *args)[::2])
+    assert str(path) in line and not out.exists()
 
 
 @hostile("malformed record", "clear error")
 @pytest.mark.parametrize("broken", sorted(BROKEN))
-def test_a_broken_bench_result_is_one_line(tmp_path, capsys, broken):
-    from harness.cli import main
-
-    runs, bench = tmp_path / "runs", tmp_path / "bench"
-    assert main(["run", "bm25", "--collection", "demo", "--seeds", "0", "--runs-dir", str(runs), "--no-progress"]) == 0
+def test_a_broken_bench_result_is_one_line(demo_runs, tmp_path, capsys, broken):
+    bench = tmp_path / "bench"
     bench.mkdir()
     (bench / "x.json").write_bytes(BROKEN[broken])
-    capsys.readouterr()
-    assert (
-        main(
-            [
-                "leaderboard",
-                "--runs-dir",
-                str(runs),
-                "--out",
-                str(tmp_path / "pages"),
-                "--no-plots",
-                "--bench-results",
-                str(bench),
-            ]
-        )
-        == 2
-    )
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and str(bench / "x.json") in err, err
+    args = ["leaderboard", "--runs-dir", demo_runs, "--out", tmp_path / "pages", "--no-plots", "--bench-results", bench]
+    line = one_line_error(*run_cli(capsys, *args)[::2])
+    assert str(bench / "x.json") in line and not (tmp_path / "pages").exists()
 
 
 @hostile("hostile input JSONL", "clear error")
