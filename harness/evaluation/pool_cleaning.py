@@ -92,7 +92,8 @@ def remove_bots(
 ) -> tuple[dict[str, tuple[str, ...]], list[str]]:
     """(needles, candidates) without any document of a bot; a query left with no needle is dropped."""
     bots = bot_authors(collection) if rule.bots else []
-    gone = {d for d, doc in collection.documents.items() if set(doc.authorIDs) & set(bots)}
+    bot_set = set(bots)
+    gone = {d for d, doc in collection.documents.items() if bot_set.intersection(doc.authorIDs)}
     kept = {q: tuple(n for n in ns if n not in gone) for q, ns in needles.items() if q not in gone}
     kept = {q: ns for q, ns in kept.items() if ns}
     builder[SETTING] = {
