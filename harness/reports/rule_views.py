@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import DataError
-from harness.evaluation.significance import per_query_value
 from harness.evaluation.splits import Split, manifest_path, read_manifest
-from harness.reports.significance import first_ranks_by_key
+from harness.reports.significance import pooled_success_at_8
 
 ALL_VIEW = "-all"
 CALIBRATION = "calibrated on BM25 (adversarial to lexical systems)"
@@ -80,13 +79,6 @@ def load_views(collection: str, seeds, rule_dir: Path | None, all_dir: Path | No
             if q.documentID in ruled:
                 kept.add(key)
     return Views(collection, threshold, tuple(sorted(seeds)), cosine, frozenset(kept), authors)
-
-
-def _s8(results: list[dict], keys) -> tuple[float, int]:
-    """Pooled Success@8 over the given (seed, query) keys the results scored; (value, n)."""
-    ranks = first_ranks_by_key(results)
-    vals = [per_query_value(ranks[k], "success@8") for k in keys if k in ranks]
-    return (sum(vals) / len(vals) if vals else math.nan), len(vals)
 
 
 def _pct(x: float) -> str:
@@ -152,9 +144,9 @@ def both_views_table(runs: dict, names: list[str], v: Views) -> str:
         rule, every = runs.get((c, n)), runs.get((c_all, n))
         if rule is None and every is None:
             continue
-        rule_s8 = _pct(_s8(rule, v.kept)[0]) if rule else "not run"
-        all_s8 = _pct(_s8(every, v.cosine)[0]) if every else "not run"
-        rem_s8 = _pct(_s8(every, removed)[0]) if every else "not run"
+        rule_s8 = _pct(pooled_success_at_8(rule, v.kept)[0]) if rule else "not run"
+        all_s8 = _pct(pooled_success_at_8(every, v.cosine)[0]) if every else "not run"
+        rem_s8 = _pct(pooled_success_at_8(every, removed)[0]) if every else "not run"
         rows.append([n, rule_s8, all_s8, rem_s8])
     return markdown_table(
         rows,
@@ -182,7 +174,7 @@ def strata_table(runs: dict, names: list[str], v: Views, *, view: str) -> str:
     for n in names:
         res = runs.get((collection, n))
         if res:
-            rows.append([n, *(_pct(_s8(res, part)[0]) for _, part in parts)])
+            rows.append([n, *(_pct(pooled_success_at_8(res, part)[0]) for _, part in parts)])
     heads = [f"{label} cosine ({len(part)} queries)" for label, part in parts]
     return markdown_table(rows, headers=["run", *heads], disable_numparse=True)
 
@@ -197,7 +189,7 @@ def threshold_table(runs: dict, v: Views, systems=("bm25", "char-ngram")) -> str
         keys = [k for k, x in v.cosine.items() if x < t]
         row = [f"{t:g}" + (" (the rule)" if t == v.threshold else ""), len(keys)]
         row += [
-            _pct(_s8(runs[(v.collection + ALL_VIEW, s)], keys)[0])
+            _pct(pooled_success_at_8(runs[(v.collection + ALL_VIEW, s)], keys)[0])
             if (v.collection + ALL_VIEW, s) in runs
             else "not run"
             for s in systems

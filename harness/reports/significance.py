@@ -8,6 +8,7 @@ harness.evaluation.significance for the tests themselves.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,13 @@ UNIT = "a query author across all pooled seeds is one cluster"
 
 def first_ranks_by_key(results: list[dict]) -> dict[tuple[int, str], int | None]:
     return {(r["seed"], q): rank for r in results for q, rank in r["first_needle_rank"].items()}
+
+
+def pooled_success_at_8(results: list[dict], keys) -> tuple[float, int]:
+    """Pooled Success@8 over the given (seed, query) keys the results scored; (value, n), NaN for none."""
+    ranks = first_ranks_by_key(results)
+    vals = [per_query_value(ranks[k], "success@8") for k in keys if k in ranks]
+    return (sum(vals) / len(vals) if vals else math.nan), len(vals)
 
 
 def query_author_clusters(

@@ -17,9 +17,8 @@ from pathlib import Path
 
 from harness.data.jsonl import read_json
 from harness.errors import DataError
-from harness.evaluation.significance import per_query_value
 from harness.evaluation.splits import manifest_path, read_manifest
-from harness.reports.significance import first_ranks_by_key
+from harness.reports.significance import first_ranks_by_key, pooled_success_at_8
 
 KINDS_FILE = "topic-kinds.json"
 LABELS_FILE = "topic-labels.json"
@@ -63,9 +62,10 @@ def touching(collection: str, seeds, splits_dir: Path, surface: set[str], labels
 
 
 def _s8(results: list[dict], keys, inside: bool) -> str:
-    ranks = first_ranks_by_key(results)
-    vals = [per_query_value(r, "success@8") for k, r in ranks.items() if (k in keys) == inside]
-    return "—" if not vals else f"{100 * sum(vals) / len(vals):.1f}"
+    """Pooled Success@8 on the queries in `keys` (inside) or on the others, as a page cell."""
+    scored = set(first_ranks_by_key(results))
+    value, n = pooled_success_at_8(results, scored & keys if inside else scored - keys)
+    return "—" if not n else f"{100 * value:.1f}"
 
 
 def surface_topics_section(runs: dict, names: list[str], collection: str, splits_dir: Path | None) -> str:
