@@ -558,7 +558,8 @@ def cmd_stage(args) -> int:
     if args.action == "pack":
         if not args.experiment:
             raise HarnessError("stage pack needs --experiment FILE (whose backbones and data to pack)")
-        plan = Plan(load(args.experiment, _registry()), _registry(), locations.runs_dir(None), data_dir=args.data_dir)
+        runs = Path(locations.runs_dir(args.runs_dir)).resolve()
+        plan = Plan(load(args.experiment, _registry()), _registry(), runs, data_dir=args.data_dir)
         written = pack(plan, args.folder, args.chunk_mib, args.only)
         print(f"wrote {len(written) - 1} chunks of at most {args.chunk_mib} MiB and the manifest to {args.folder}")
         return 0
@@ -570,6 +571,7 @@ def cmd_stage(args) -> int:
     print(
         f"unpacked into {dest}: point ${locations.MODEL_DIR_ENV} at {dest / 'models'} and "
         f"${locations.CORPORA_ENV} at {dest / 'corpora'}"
+        + (f", and ${locations.STORE_ENV} at {dest / 'store'}" if (dest / "store").is_dir() else "")
     )
     return 0
 
@@ -1055,12 +1057,18 @@ def _add_stage_parser(sub) -> None:
     sp.add_argument("action", choices=["pack", "unpack"], help="pack here (from the local copies), unpack there")
     sp.add_argument("folder", type=Path, metavar="FOLDER", help="where the chunks and stage.json are written or found")
     sp.add_argument("--experiment", metavar="FILE", help="pack: the experiment file whose backbones and data to pack")
-    sp.add_argument("--only", nargs="+", metavar="NAME", help="pack: just these backbones, data names or collections")
+    sp.add_argument(
+        "--only",
+        nargs="+",
+        metavar="NAME",
+        help="pack: just these backbones, data names, collections or done steps (whose store entry to carry)",
+    )
     sp.add_argument("--chunk-mib", type=int, default=60, help="pack: the largest chunk, in MiB (default 60)")
     sp.add_argument(
         "--dest", metavar="DIR", help="unpack: the folder to fill with models/ and corpora/ (default <home>/staged)"
     )
     _add_data_dir(sp)
+    _add_runs_dir(sp, "pack: the results folder that says which steps are still to run")
     sp.set_defaults(fn=cmd_stage)
 
 

@@ -6,6 +6,7 @@ asked, and then nothing."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -219,6 +220,25 @@ def test_reproduce_runs_what_is_not_done_then_nothing(tmp_path, capsys):
     assert json.loads(res.read_text())["config"]["k1"] != 0.9
 
 
+def test_a_step_cut_off_half_way_redoes_only_the_collections_not_current(tmp_path, corpora, caplog):
+    """A run step over two collections whose first is current runs the second alone: the first's
+    result is not written again."""
+    path = _write(
+        tmp_path,
+        '[experiment]\nname = "two"\nseeds = [0]\n[run.bm25]\nsystem = "bm25"\ncollections = ["demo", "pan18-en"]\n',
+    )
+    runs = tmp_path / "runs"
+    argv = ["reproduce", str(path), "--runs-dir", str(runs), "--data-dir", str(corpora), "--no-progress"]
+    assert main(argv) == 0
+    kept, redone = runs / "demo" / "bm25" / "seed-0.json", runs / "pan18-en" / "bm25" / "seed-0.json"
+    before = kept.stat().st_mtime_ns
+    redone.unlink()
+    with caplog.at_level(logging.INFO, logger="harness.experiments.actions"):
+        assert main(argv) == 0
+    assert redone.is_file() and kept.stat().st_mtime_ns == before
+    assert any("demo current; running pan18-en" in r.getMessage() for r in caplog.records)
+
+
 def test_side_by_side_steps_get_their_own_gpu(tmp_path, capsys):
     """--gpus 2: the two run steps go to two processes, each told its GPU by CUDA_VISIBLE_DEVICES."""
     path = _write(tmp_path, DEMO_RUNS.format(gpus="gpus = 1"))
@@ -229,6 +249,23 @@ def test_side_by_side_steps_get_their_own_gpu(tmp_path, capsys):
     logs = runs / ".reproduce" / "logs"
     assert {p.name for p in logs.glob("*.log")} == {"run.bm25.log", "run.char-ngram.log", "leaderboard.log"}
     assert (runs / "demo" / "char-ngram" / "seed-0.json").is_file()
+
+
+def test_side_by_side_uses_the_gpus_it_is_given(tmp_path, monkeypatch, caplog):
+    """Two reproduce commands on one machine, each given its own CUDA_VISIBLE_DEVICES, hand out
+    only those cards; asking for more than are named is one line."""
+    path = _write(tmp_path, DEMO_RUNS.format(gpus="gpus = 1"))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5,7")
+    with caplog.at_level(logging.INFO, logger="harness.experiments.executors"):
+        assert main(["reproduce", str(path), "--runs-dir", str(tmp_path / "runs"), "--gpus", "2"]) == 0
+    started = sorted(
+        r.getMessage().split(" started on ")[1].split(" ")[1]
+        for r in caplog.records
+        if "started on GPU" in r.getMessage()
+    )
+    assert started == ["5", "7"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    assert main(["reproduce", str(path), "--runs-dir", str(tmp_path / "again"), "--gpus", "2"]) == 2
 
 
 def _slurm_up() -> bool:
@@ -431,6 +468,75 @@ def test_stage_carries_the_files_of_the_collections_the_steps_run_on(tmp_path, c
         capsys, ["stage", "pack", str(tmp_path / "again"), "--experiment", str(exp), "--data-dir", str(corpora)]
     )
     assert "collection 'pan18-en': its file enron.jsonl.gz is not in" in err and not (tmp_path / "again").exists()
+
+
+def test_stage_carries_the_trained_models_the_steps_left_to_run_need(tmp_path, capsys, monkeypatch):
+    """A model trained in an earlier allotment and kept in the store travels with the stage, so the
+    machine there runs the steps that read it without training it again; one that is not made
+    (or that nothing left to run reads) does not."""
+    from harness.experiments.plan import Plan, file_sha256
+    from harness.experiments.reproduce import load
+    from harness.plugins import load_registry
+
+    corpora = tmp_path / "corpora"
+    corpora.mkdir()
+    docs = corpora / "train.jsonl"
+    docs.write_text(
+        "".join(
+            json.dumps(
+                {"documentID": f"d{i}", "authorIDs": [f"a{i % 3}"], "fullText": f"text number {i}", "genre": "g"}
+            )
+            + "\n"
+            for i in range(6)
+        )
+    )
+    monkeypatch.setenv("AA_HARNESS_STORE", str(tmp_path / "store"))
+    exp_path = _write(
+        tmp_path,
+        f"""
+[experiment]
+name = "carried"
+seeds = [0]
+[data.train]
+file = "train.jsonl"
+sha256 = "{file_sha256(docs)}"
+[backbones.tiny-bert]
+tiny = "bert"
+seed = 0
+[train.s]
+system = "sadiri"
+data = "train"
+backbone = "tiny-bert"
+[run.s]
+system = "sadiri"
+model = "train.s"
+collections = ["demo"]
+""",
+    )
+    registry = load_registry()
+    plan = Plan(load(exp_path, registry), registry, tmp_path / "runs", data_dir=str(corpora))
+    folder = plan.model_folder(str(plan.model_id(plan.exp.steps["train.s"])))
+    argv = [
+        "stage",
+        "pack",
+        "--experiment",
+        str(exp_path),
+        "--data-dir",
+        str(corpora),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+    ]
+    assert main(argv[:2] + [str(tmp_path / "before")] + argv[2:]) == 0
+    manifest = json.loads((tmp_path / "before" / "stage.json").read_text())
+    assert not any(f["path"].startswith("store/") for f in manifest["files"])
+    (folder / "model").mkdir(parents=True)
+    (folder / "model" / "aa_model.json").write_text("{}")
+    (folder / "model" / "weights.bin").write_bytes(os.urandom(5000))
+    assert main(argv[:2] + [str(tmp_path / "stage")] + argv[2:]) == 0
+    assert main(["stage", "unpack", str(tmp_path / "stage"), "--dest", str(tmp_path / "there")]) == 0
+    assert "AA_HARNESS_STORE at" in capsys.readouterr().out
+    got = tmp_path / "there" / "store" / "models" / folder.name / "model"
+    assert (got / "weights.bin").read_bytes() == (folder / "model" / "weights.bin").read_bytes()
 
 
 def test_the_dry_run_prices_what_is_done_as_measured_and_what_is_left_as_projected(capsys):

@@ -115,11 +115,22 @@ def _model_override(plan: Plan, step: Step) -> dict:
     return {"model": str(folder)}
 
 
+def _not_current(plan: Plan, step: Step) -> list[str]:
+    """The collections a run or rerank step still has to do: one whose every seed has a current
+    result is left as it is (a step cut off half-way resumes where it stopped)."""
+    missing = plan.missing_results(step)
+    todo = [c for c in step.collections if missing[c]]
+    done = [c for c in step.collections if not missing[c]]
+    if done:
+        _log.info(f"{step.address}: {', '.join(done)} current; running {', '.join(todo) or 'nothing'}")
+    return todo
+
+
 def _run(plan: Plan, step: Step, progress: bool) -> None:
     from harness.runs.run_job import RunJob, run_job
 
     overrides = plan.overrides(step, _model_override(plan, step))
-    for collection in step.collections:
+    for collection in _not_current(plan, step):
         run_job(
             plan.registry,
             RunJob(
@@ -140,7 +151,7 @@ def _rerank(plan: Plan, step: Step, progress: bool) -> None:
 
     overrides = plan.overrides(step, _model_override(plan, step))
     first = plan.run_name(plan.exp.steps[str(step.first_stage)])
-    for collection in step.collections:
+    for collection in _not_current(plan, step):
         rerank_job(
             plan.registry,
             RerankJob(

@@ -44,6 +44,18 @@ def step_command(
     return [sys.executable] + tail
 
 
+def visible_gpus(gpus: int) -> list[str]:
+    """The GPUs `--gpus N` hands out: the first N that CUDA_VISIBLE_DEVICES names (so two reproduce
+    commands given disjoint sets share a machine without sharing a card), else 0..N-1."""
+    named = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
+    if not named:
+        return [str(i) for i in range(gpus)]
+    listed = [d.strip() for d in named.split(",") if d.strip()]
+    if len(listed) < gpus:
+        raise HarnessError(f"--gpus {gpus}: CUDA_VISIBLE_DEVICES names only {len(listed)} ({named})")
+    return listed[:gpus]
+
+
 def run_in_process(todo: Sequence[str], perform: Callable[[str], None], report: Callable[[str, float], None]) -> None:
     for address in todo:
         start = time.perf_counter()
@@ -66,7 +78,8 @@ def run_side_by_side(
     free; a step of `gpus = 0` takes none (one such step at a time). The first failure stops
     the launching of new steps; the running ones finish, and the failure is reported."""
     pending = list(todo)
-    free = list(range(gpus))
+    cards = visible_gpus(gpus)
+    free = list(cards)
     running: dict[str, tuple[subprocess.Popen, list[int], float, Path]] = {}
     finished: set[str] = set()
     failed: list[str] = []
@@ -101,7 +114,7 @@ def run_side_by_side(
             if proc.poll() is None:
                 continue
             del running[address]
-            free = sorted(free + mine)
+            free = [g for g in cards if g in free or g in mine]
             if proc.returncode == 0:
                 finished.add(address)
                 report(address, time.perf_counter() - start)

@@ -237,6 +237,17 @@ class Plan:
         return cfg
 
     def result_status(self, step: Step) -> Status:
+        if step.model and self.model_id(self.exp.steps[step.model]) is None:
+            return Status(False, f"its model ({step.model}) is not trained yet")
+        missing = [m for ms in self.missing_results(step).values() for m in ms]
+        if missing:
+            shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+            return Status(False, f"no current result for {shown}")
+        return Status(True, f"{len(step.collections) * len(self.exp.seeds)} results current")
+
+    def missing_results(self, step: Step) -> dict[str, list[str]]:
+        """Per collection of a run or rerank step, the seeds without a current result (and why);
+        a collection whose seeds are all current maps to an empty list."""
         from harness.config import field_purposes
         from harness.errors import HarnessError
         from harness.runs.models import model_id
@@ -245,10 +256,9 @@ class Plan:
         want = self.expected_config(step)
         training_run = {k for k, p in field_purposes(type(self.config(step))).items() if p == "training run"}
         want_model = self.model_id(self.exp.steps[step.model]) if step.model else None
-        if step.model and want_model is None:
-            return Status(False, f"its model ({step.model}) is not trained yet")
-        missing = []
+        out: dict[str, list[str]] = {}
         for collection in step.collections:
+            missing = out.setdefault(collection, [])
             for seed in self.exp.seeds:
                 path = result_path(self.runs_dir, collection, self.run_name(step), seed)
                 try:
@@ -269,16 +279,13 @@ class Plan:
                 if step.model:
                     got.pop("model", None)
                     card = (res.get("extra") or {}).get("model_card") or {}
-                    if model_id(card) != want_model:
+                    if want_model is None or model_id(card) != want_model:
                         missing.append(f"{collection} seed {seed} (made with another model)")
                         continue
                 if got != want:
                     diff = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
                     missing.append(f"{collection} seed {seed} (config differs: {', '.join(diff)})")
-        if missing:
-            shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-            return Status(False, f"no current result for {shown}")
-        return Status(True, f"{len(step.collections) * len(self.exp.seeds)} results current")
+        return out
 
     def split_sha256(self, collection: str, seed: int) -> str | None:
         """The sha256 of the manifest a run of this collection and seed reads now (None: none yet)."""

@@ -54,6 +54,35 @@ def _sources(plan: Plan, names: list[str] | None) -> list[tuple[str, Path]]:
         last = str(b.id).rstrip("/").split("/")[-1]
         for f in sorted(p for p in folder.rglob("*") if p.is_file()):
             out.append((f"models/{last}/{f.relative_to(folder).as_posix()}", f))
+    out += _store_entries(plan, names)
+    return out
+
+
+def _store_entries(plan: Plan, names: list[str] | None) -> list[tuple[str, Path]]:
+    """The store entries the steps still to run read and that are made already: a curated set, a
+    trained model (a reranker trained in an earlier allotment, say), so the machine there need
+    not make them again."""
+    from harness.experiments.graph import dependencies
+    from harness.experiments.reproduce import needed, outputs
+
+    exp = plan.exp
+    todo, _ = needed(plan, outputs(exp), explicit=False)
+    made = {d for a in todo for d in dependencies(exp, exp.steps[a]) if d not in todo}
+    out: list[tuple[str, Path]] = []
+    for address in sorted(made):
+        if names is not None and address not in names:
+            continue
+        step = exp.steps[address]
+        if step.kind == "curate":
+            folder = plan.curated_dir(step)
+        elif step.kind == "train" and (mid := plan.model_id(step)):
+            folder = plan.model_folder(mid)
+        else:
+            continue
+        if not folder.is_dir():
+            continue  # done because nothing to run needs it made
+        for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+            out.append((f"store/{folder.relative_to(plan.store).as_posix()}/{f.relative_to(folder).as_posix()}", f))
     return out
 
 
