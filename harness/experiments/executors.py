@@ -80,7 +80,7 @@ def run_side_by_side(
     pending = list(todo)
     cards = visible_gpus(gpus)
     free = list(cards)
-    running: dict[str, tuple[subprocess.Popen, list[int], float, Path]] = {}
+    running: dict[str, tuple[subprocess.Popen, list[str], float, Path]] = {}
     finished: set[str] = set()
     failed: list[str] = []
     logs = logs or runs_dir / ".reproduce" / "logs"
