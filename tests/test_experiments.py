@@ -239,6 +239,19 @@ def test_a_step_cut_off_half_way_redoes_only_the_collections_not_current(tmp_pat
     assert any("demo current; running pan18-en" in r.getMessage() for r in caplog.records)
 
 
+def test_side_by_side_starts_the_longest_chain_first():
+    """A long training and the run after it go before short independent runs; the graph order
+    stays among equals, and a step still comes after the steps it needs."""
+    from harness.experiments.executors import critical_first
+
+    todo = ["run.short", "train.big", "run.other", "run.big"]
+    deps = {"run.big": ["train.big"]}
+    minutes = {"run.short": 1.0, "train.big": 6.0, "run.other": 1.0, "run.big": 2.0}
+    got = critical_first(todo, deps, minutes)
+    assert got == ["train.big", "run.big", "run.short", "run.other"]
+    assert critical_first(todo, deps, {}) == todo
+
+
 def test_side_by_side_steps_get_their_own_gpu(tmp_path, capsys):
     """--gpus 2: the two run steps go to two processes, each told its GPU by CUDA_VISIBLE_DEVICES."""
     path = _write(tmp_path, DEMO_RUNS.format(gpus="gpus = 1"))

@@ -44,6 +44,16 @@ def step_command(
     return [sys.executable] + tail
 
 
+def critical_first(todo: Sequence[str], deps: dict[str, list[str]], minutes: dict[str, float]) -> list[str]:
+    """The steps, those heading the longest chain of projected minutes first (ties in graph
+    order), so that a long training is not left to start after the short runs."""
+    chain: dict[str, float] = {}
+    for a in reversed(todo):  # `todo` is in graph order: every step after the steps it needs
+        after = [chain[b] for b in todo if a in deps.get(b, ()) and b in chain]
+        chain[a] = minutes.get(a, 0.0) + max(after, default=0.0)
+    return sorted(todo, key=lambda a: -chain[a])
+
+
 def visible_gpus(gpus: int) -> list[str]:
     """The GPUs `--gpus N` hands out: the first N that CUDA_VISIBLE_DEVICES names (so two reproduce
     commands given disjoint sets share a machine without sharing a card), else 0..N-1."""

@@ -175,8 +175,17 @@ def reproduce(registry, path: str | Path, opts: Options, out=print) -> int:
             opts.collections,
         )
     elif opts.gpus > 1 and len(todo) > 1:
+        projection = Projection(exp)
+        minutes = {a: projection.minutes(exp.steps[a], plan) or 0.0 for a in todo}
         executors.run_side_by_side(
-            exp, todo, deps, opts.gpus, runs_dir, report, opts.data_dir, collections=opts.collections
+            exp,
+            executors.critical_first(todo, deps, minutes),
+            deps,
+            opts.gpus,
+            runs_dir,
+            report,
+            opts.data_dir,
+            collections=opts.collections,
         )
     else:
         executors.run_in_process(todo, lambda a: perform(plan, a, progress=opts.progress), report)
