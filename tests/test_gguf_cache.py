@@ -14,13 +14,19 @@ def fake_gguf(tiny_qwen3_dir, tmp_path, monkeypatch, isolated_cache):
     folder.mkdir()
     (folder / "model.gguf").write_bytes(b"GGUF fake weights")
     real_model, real_tok = transformers.AutoModel.from_pretrained, transformers.AutoTokenizer.from_pretrained
+    real_lm = transformers.AutoModelForCausalLM.from_pretrained
     calls = []
 
     def model_from_pretrained(path, *args, gguf_file=None, **kwargs):
         calls.append(("model", gguf_file))
+        assert gguf_file is None, "a GGUF file is read through the causal LM (a bare AutoModel leaves it unloaded)"
+        return real_model(path, *args, **kwargs)
+
+    def lm_from_pretrained(path, *args, gguf_file=None, **kwargs):
+        calls.append(("model", gguf_file))
         if gguf_file is None:
-            return real_model(path, *args, **kwargs)
-        model = real_model(tiny_qwen3_dir, *args, **kwargs)
+            return real_lm(path, *args, **kwargs)
+        model = real_lm(tiny_qwen3_dir, *args, **kwargs)
         model.config.quantization_config = {"quant_method": "gguf"}
 
         def refuse(*a, **k):
@@ -34,6 +40,9 @@ def fake_gguf(tiny_qwen3_dir, tmp_path, monkeypatch, isolated_cache):
         return real_tok(tiny_qwen3_dir if gguf_file else path, *args, **kwargs)
 
     monkeypatch.setattr(transformers.AutoModel, "from_pretrained", model_from_pretrained)
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", lm_from_pretrained)
+    # the bytes are no GGUF file; the check against a real one is tests/test_gguf_load.py's
+    monkeypatch.setattr("harness.neural.hf.check_loaded_from_gguf", lambda model, file: None)
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", tok_from_pretrained)
     return folder, calls
 

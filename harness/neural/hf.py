@@ -1,8 +1,12 @@
 """Loading Hugging Face backbones by hub id or local folder (GGUF folders included).
 
 A GGUF file is dequantized on every load (about a minute for a 0.5B model), so the first load
-keeps the dequantized weights and tokenizer under `<cache>/dequantized/<weights sha256>-<dtype>/`
+keeps the dequantized weights and tokenizer under `<cache>/dequantized/<weights sha256>-<dtype>-<loader>/`
 and later loads read that folder (seconds). The model's identity stays the GGUF file's.
+
+Transformers names a GGUF file's tensors as a causal LM's ("model.layers.…"): loaded into a bare
+`AutoModel` they match no key and every weight silently keeps its random initialisation. So the
+causal LM is loaded and its base model kept, and the result is checked against the file.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import torch
 
 from harness.neural.embed_cache import cache_root
 from harness.neural.models import resolve_model, weights_fingerprint
+
+GGUF_LOADER = "causal-lm-base"
 
 
 def _gguf_file(path: str) -> str | None:
@@ -32,7 +38,8 @@ def dequantized_folder(path: str, gguf: str, dtype: torch.dtype) -> Path:
     file = Path(path, gguf).resolve()
     stat = file.stat()  # past the fingerprint's size limit: the file's place, size and time
     key = weights_fingerprint(path) or hashlib.sha256(f"{file}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()
-    return cache_root() / "dequantized" / f"{key[:24]}-{str(dtype).removeprefix('torch.')}"
+    # the loader's name is in the key: a copy made by an earlier (wrong) loader is never read
+    return cache_root() / "dequantized" / f"{key[:24]}-{str(dtype).removeprefix('torch.')}-{GGUF_LOADER}"
 
 
 def _with_pad(tok):
@@ -51,12 +58,13 @@ def load_tokenizer(ref: str):
 
 def _load_gguf(path: str, gguf: str, dtype: torch.dtype):
     """Model and tokenizer of a GGUF folder, through the dequantized cache."""
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
 
     cached = dequantized_folder(path, gguf, dtype)
     if (cached / "config.json").is_file():
         return AutoModel.from_pretrained(cached, dtype=dtype), _with_pad(AutoTokenizer.from_pretrained(cached))
-    model = AutoModel.from_pretrained(path, dtype=dtype, gguf_file=gguf)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, gguf_file=gguf).base_model
+    check_loaded_from_gguf(model, Path(path, gguf))
     tok = AutoTokenizer.from_pretrained(path, gguf_file=gguf)
     # Written aside and renamed, so a crash never leaves a half folder that later loads trust.
     partial = cached.with_name(cached.name + ".partial")
@@ -69,6 +77,31 @@ def _load_gguf(path: str, gguf: str, dtype: torch.dtype):
         pass
     shutil.rmtree(partial, ignore_errors=True)
     return model, _with_pad(tok)
+
+
+def check_loaded_from_gguf(model, file: Path) -> None:
+    """The base model's final norm must be the file's `output_norm.weight` (a small tensor stored
+    unquantized): a loader that matched no key leaves it at its initial ones. A file without
+    that tensor, or a model without a final norm, is not checked."""
+    from gguf import GGUFReader
+    from gguf.quants import dequantize
+
+    from harness.errors import HarnessError
+
+    norm = dict(model.named_parameters()).get("norm.weight")
+    if norm is None:
+        return
+    for t in GGUFReader(str(file)).tensors:
+        if t.name == "output_norm.weight":
+            want = torch.from_numpy(dequantize(t.data, t.tensor_type).reshape(-1).astype("float32"))
+            got = norm.detach().float().reshape(-1).cpu()
+            # bf16 keeps 8 bits of mantissa: a relative error of 2^-8 is rounding, anything more is not the file
+            if got.shape != want.shape or not torch.allclose(got, want, rtol=2**-7, atol=1e-6):
+                raise HarnessError(
+                    f"{file}: the loaded weights are not the file's (output_norm.weight differs): "
+                    "this transformers version's GGUF loading left them uninitialised"
+                )
+            return
 
 
 def _save_dense(model, folder: Path) -> bool:
