@@ -12,7 +12,9 @@ causal LM is loaded and its base model kept, and the result is checked against t
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
+import uuid
 from pathlib import Path
 
 import torch
@@ -67,41 +69,46 @@ def _load_gguf(path: str, gguf: str, dtype: torch.dtype):
     check_loaded_from_gguf(model, Path(path, gguf))
     tok = AutoTokenizer.from_pretrained(path, gguf_file=gguf)
     # Written aside and renamed, so a crash never leaves a half folder that later loads trust.
-    partial = cached.with_name(cached.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
+    # Each process writes its own partial folder: two steps started side by side dequantize the
+    # same file at once, and the first to finish keeps its copy.
+    partial = cached.with_name(f"{cached.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
         if _save_dense(model, partial):
             tok.save_pretrained(partial)
             partial.rename(cached)
-    except OSError:  # a read-only or full cache only costs the next load its minute
+    except OSError:  # a read-only or full cache, or a copy another process kept first: nothing lost
         pass
     shutil.rmtree(partial, ignore_errors=True)
     return model, _with_pad(tok)
 
 
+# small tensors stored unquantized: (the base model's name, the GGUF file's name)
+_CHECKED = (("layers.0.input_layernorm.weight", "blk.0.attn_norm.weight"), ("norm.weight", "output_norm.weight"))
+
+
 def check_loaded_from_gguf(model, file: Path) -> None:
-    """The base model's final norm must be the file's `output_norm.weight` (a small tensor stored
-    unquantized): a loader that matched no key leaves it at its initial ones. A file without
-    that tensor, or a model without a final norm, is not checked."""
+    """The base model's first-layer and final norms must be the file's: a loader that matched no
+    key leaves them at their initial ones (and one that matched only some keys, as a bare
+    `AutoModel` does, loads the final norm but no layer). A tensor one side lacks is not checked."""
     from gguf import GGUFReader
     from gguf.quants import dequantize
 
     from harness.errors import HarnessError
 
-    norm = dict(model.named_parameters()).get("norm.weight")
-    if norm is None:
+    params = dict(model.named_parameters())
+    wanted = {gguf_name: params[name] for name, gguf_name in _CHECKED if name in params}
+    if not wanted:
         return
     for t in GGUFReader(str(file)).tensors:
-        if t.name == "output_norm.weight":
+        if t.name in wanted:
             want = torch.from_numpy(dequantize(t.data, t.tensor_type).reshape(-1).astype("float32"))
-            got = norm.detach().float().reshape(-1).cpu()
+            got = wanted[t.name].detach().float().reshape(-1).cpu()
             # bf16 keeps 8 bits of mantissa: a relative error of 2^-8 is rounding, anything more is not the file
             if got.shape != want.shape or not torch.allclose(got, want, rtol=2**-7, atol=1e-6):
                 raise HarnessError(
-                    f"{file}: the loaded weights are not the file's (output_norm.weight differs): "
+                    f"{file}: the loaded weights are not the file's ({t.name} differs): "
                     "this transformers version's GGUF loading left them uninitialised"
                 )
-            return
 
 
 def _save_dense(model, folder: Path) -> bool:
