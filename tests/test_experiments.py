@@ -237,6 +237,10 @@ def test_a_step_cut_off_half_way_redoes_only_the_collections_not_current(tmp_pat
         assert main(argv) == 0
     assert redone.is_file() and kept.stat().st_mtime_ns == before
     assert any("demo current; running pan18-en" in r.getMessage() for r in caplog.records)
+    # results made with another config (an earlier model, say) are replaced, all seeds of the collection
+    path.write_text(path.read_text().replace('system = "bm25"\n', 'system = "bm25"\nset = { k1 = 0.9 }\n'))
+    assert main(argv) == 0
+    assert json.loads(kept.read_text())["config"]["k1"] == 0.9 == json.loads(redone.read_text())["config"]["k1"]
 
 
 def test_side_by_side_starts_the_longest_chain_first():

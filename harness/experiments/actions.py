@@ -142,6 +142,7 @@ def _run(plan: Plan, step: Step, progress: bool) -> None:
                 runs_dir=plan.runs_dir,
                 data_dir=plan.data_dir,
                 progress=progress,
+                overwrite=True,  # the collection is redone whole: its seeds made otherwise are replaced
             ),
         )
 
@@ -163,6 +164,7 @@ def _rerank(plan: Plan, step: Step, progress: bool) -> None:
                 run_name=plan.run_name(step),
                 runs_dir=plan.runs_dir,
                 data_dir=plan.data_dir,
+                overwrite=True,  # the collection is redone whole: its seeds made otherwise are replaced
             ),
         )
 
