@@ -88,3 +88,20 @@ def test_a_malformed_registry_is_one_error(tmp_path):
     (tmp_path / "stale.json").write_text('{"runs": [{"run": "x"}]}')
     with pytest.raises(DataError, match="not a stale-runs registry"):
         load_stale(tmp_path)
+
+
+def test_a_run_made_with_a_defect_since_fixed_is_stale_on_the_current_manifests(tmp_path):
+    """An entry without `manifests` (a run made on today's data, with code since corrected) keeps
+    the run out of the tables and verifies it against the collection's current manifests."""
+    runs, splits = tmp_path / "lb" / "runs", tmp_path / "splits"
+    _run(runs, splits, "char-ngram", 1.0)
+    _run(runs, splits, "bm25", 1.0)
+    (tmp_path / "lb" / "stale.json").write_text(
+        json.dumps(
+            {"runs": [{"collection": "demo", "run": "char-ngram", "reason": "made with a defect; rerun pending"}]}
+        )
+    )
+    board = load_board(runs, splits_dir=splits, plots=False, record=runs.parent)
+    assert list(board.runs) == [("demo", "bm25")] and list(board.stale_runs) == [("demo", "char-ngram")]
+    assert board.stale_entries[("demo", "char-ngram")].manifests == ""
+    assert "made with a defect; rerun pending" in render_pages(board)["main.md"].split("## Stale runs")[1]

@@ -245,7 +245,7 @@ def index_page(board: Board, figures: dict[str, bytes], identity: dict[tuple[str
                 f"{_cell(escape(entry.reason))}</tr>"
             )
         parts.append(
-            '<h2>Stale runs</h2><p class="note">Made on data since corrected: verified against the '
+            '<h2>Stale runs</h2><p class="note">Made on data since corrected, or with a defect since fixed: verified against the '
             "manifests they were made on, and kept apart from the tables above.</p>"
             '<div class="wrap"><table class="sortable"><thead><tr>'
             + _head("collection")

@@ -1,4 +1,5 @@
-"""Runs kept in place but out of the tables: made on data since corrected, and not yet rerun.
+"""Runs kept in place but out of the tables: made on data since corrected, or with a defect since
+fixed, and not yet rerun.
 
 `<record>/stale.json` lists them (the record: the folder the command is given with `--record`,
 never one found beside the runs folder):
@@ -8,7 +9,8 @@ never one found beside the runs folder):
 
 A stale run's results stay where they are and still verify, against the manifests they were made on,
 which are kept in the manifests folder under `manifests` (the collection's earlier manifests, byte for
-byte). The pages list stale runs in a section of their own with the reason, never in a results table.
+byte); an entry without `manifests` was made on the collection's current ones (a run made with a
+defect since fixed, say). The pages list stale runs in a section of their own with the reason, never in a results table.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from harness.errors import DataError
 class StaleRun:
     collection: str
     run: str
-    manifests: str  # the folder name, beside the collection's, of the manifests the run was made on
+    manifests: str  # the folder name, beside the collection's, of the manifests the run was made on ("": the current)
     reason: str
 
 
@@ -46,7 +48,7 @@ def load_stale(record: Path | None) -> dict[tuple[str, str], StaleRun]:
             StaleRun(
                 str(e["collection"]),
                 str(e["run"]),
-                str(e["manifests"]),
+                str(e.get("manifests") or ""),
                 str(e["reason"]),
             )
             for e in obj["runs"]
@@ -89,11 +91,12 @@ def stale_section(
         return ""
     table = markdown_table(
         rows,
-        headers=["run", "collection", "seeds", "S@8 (on the old data)", "why stale"],
+        headers=["run", "collection", "seeds", "S@8 (as made)", "why stale"],
         disable_numparse=True,
     )
     return (
-        "\n## Stale runs\n\nMade on data since corrected and not rerun yet; kept, and verified against the "
-        "manifests they were made on, but left out of every table above and of the comparisons.\n\n"
+        "\n## Stale runs\n\nMade on data since corrected, or with a defect since fixed, and not rerun yet; "
+        "kept, and verified against the manifests they were made on, but left out of every table above and "
+        "of the comparisons.\n\n"
         f"{table}\n{footnotes(used)}"
     )

@@ -260,7 +260,7 @@ def verified_results(
             continue
         if keep is not None and not keep(res["collection"], res["run_name"]):
             continue
-        folder = (manifests_of or {}).get((res["collection"], res["run_name"]))
+        folder = (manifests_of or {}).get((res["collection"], res["run_name"])) or None  # "": the current
         key = (folder or res["collection"], res["seed"])
         if key in split_of and split_of[key][0] != res["split_sha256"]:
             raise DataError(
