@@ -290,7 +290,9 @@ def compared() -> list[tuple[tuple, object, str]]:
             out.append((claim, None, "not run"))
             continue
         manifests = record
-        if sa:  # compare on the manifests the stale runs were made on, laid out under the collection's name
+        if (
+            sa and entries[ka].manifests
+        ):  # compare on the manifests the stale runs were made on, laid out under the collection's name
             manifests = Path(tempfile.mkdtemp())
             shutil.copytree(record / entries[ka].manifests, manifests / collection)
         note = f"stale ({entries[ka].reason})" if sa else ""

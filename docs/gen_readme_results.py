@@ -49,7 +49,15 @@ def verified_run(collection: str, run: str) -> list[dict]:
     _import_harness()
     from harness.runs.verified import verified_results
 
-    found = verified_results(RUNS, collection=collection, runs=[run]) if (RUNS / collection / run).is_dir() else {}
+    from harness.reports.stale import load_stale
+
+    entry = load_stale(REGISTRIES).get((collection, run))
+    manifests = {(collection, run): entry.manifests} if entry else None  # a stale run: on the manifests it was made on
+    found = (
+        verified_results(RUNS, collection=collection, runs=[run], manifests_of=manifests)
+        if (RUNS / collection / run).is_dir()
+        else {}
+    )
     return [res for _, res in found.get((collection, run), [])]
 
 
@@ -92,14 +100,16 @@ def render() -> str:
         "| system | backbone | weights | " + " | ".join(COLLECTIONS) + " |",
         "|---|---|---|" + "---|" * len(COLLECTIONS),
     ]
-    why_stale: dict[str, set[str]] = {}
+    why_stale: dict[str, set[str]] = {}  # reason -> the collections it is given for
     for previous, run in zip((None, *ROWS), ROWS):
         cells, label = [], None
         for collection in COLLECTIONS:
-            if (collection, run) in stale:  # made on data since corrected: not a current result
+            if (collection, run) in stale:  # made on data since corrected, or with a defect since fixed
                 cells.append("stale, rerun pending")
                 reason = stale[(collection, run)].reason.removesuffix("; rerun pending")
-                why_stale.setdefault(collection, set()).add(reason)
+                why_stale.setdefault(reason[0].lower() + reason[1:], set()).add(collection)
+                results = verified_run(collection, run)
+                label = label or (_identity(results[0], before, previous) if results else None)
                 continue
             results = verified_run(collection, run)
             if not results:
@@ -113,10 +123,10 @@ def render() -> str:
             lines.append("| " + " | ".join(label + cells) + " |")
     notes = []
     if why_stale:  # explained where it shows, in one line
-        reasons = "; ".join(f"{c}: {', '.join(sorted(r))}" for c, r in sorted(why_stale.items()))
+        reasons = "; ".join(f"{', '.join(sorted(c))}: {r}" for r, c in sorted(why_stale.items()))
         notes.append(
-            f"*stale, rerun pending*: the run was made on data since corrected ({reasons}), so it stays out "
-            "of the tables until it is rerun ([stale runs](docs/leaderboard.md))."
+            f"*stale, rerun pending*: the run was made on data since corrected or with a defect since fixed "
+            f"({reasons}), so it stays out of the tables until it is rerun ([stale runs](docs/leaderboard.md))."
         )
     if any(line.count(" †") for line in lines):
         notes.append(
