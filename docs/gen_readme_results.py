@@ -47,9 +47,8 @@ def record_dir() -> Path:
 def verified_run(collection: str, run: str) -> list[dict]:
     """The run's results in seed order, read through the harness's one verified reader; [] if none."""
     _import_harness()
-    from harness.runs.verified import verified_results
-
     from harness.reports.stale import load_stale
+    from harness.runs.verified import verified_results
 
     entry = load_stale(REGISTRIES).get((collection, run))
     manifests = {(collection, run): entry.manifests} if entry else None  # a stale run: on the manifests it was made on

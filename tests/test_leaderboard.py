@@ -269,3 +269,19 @@ def test_a_describe_run_that_raises_loses_its_labels_not_the_pages(monkeypatch, 
     assert reports.describe_run("gone", {}) == ""
     warned = [r.getMessage() for r in caplog.records if "describe_run" in r.getMessage()]
     assert len(warned) == 2 and "the plugin's bug" in " ".join(warned)  # one warning a system
+
+
+def test_a_page_the_runs_no_longer_give_is_retired_not_left_stale(tmp_path):
+    """Regenerating after the reranker runs are gone removes the rerank page an earlier build
+    wrote (and a collection page likewise); a file of that name not written by the harness stays."""
+    from harness.reports.board import HEADER
+    from harness.reports.leaderboard import write_pages
+
+    (tmp_path / "collections").mkdir()
+    (tmp_path / "rerank.md").write_text(HEADER + "# Reranking\nold rows\n")
+    (tmp_path / "collections" / "gone.md").write_text(HEADER + "old\n")
+    (tmp_path / "training.md").write_text("# my own notes\n")
+    write_pages({"main.md": HEADER + "# Leaderboard\n", "collections/demo.md": HEADER + "demo\n"}, tmp_path)
+    assert not (tmp_path / "rerank.md").exists() and not (tmp_path / "collections" / "gone.md").exists()
+    assert (tmp_path / "training.md").read_text() == "# my own notes\n"
+    assert (tmp_path / "main.md").is_file() and (tmp_path / "collections" / "demo.md").is_file()

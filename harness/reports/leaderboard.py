@@ -360,6 +360,14 @@ def rerank_page(board: Board) -> str:
     from harness.reports.run_identity import reranker_backbones
 
     shown = [n for n in board.order if runs_named(runs, n, rerank=True)]
+    if not board.has_rerank:  # only stale reranker runs: the page says so rather than vanish from the nav
+        from harness.reports.stale import stale_section
+
+        stale = {k: v for k, v in board.stale_runs.items() if v[0]["config"].get("first_stage")}
+        return (
+            f"{board.head}# Reranking (the layout of the paper's Table 2)\n\nNo reranker run is current; "
+            f"those below wait to be rerun.\n{stale_section(stale, board.stale_entries)}"
+        )
     return (
         f"{board.head}# Reranking (the layout of the paper's Table 2)\n\nEach reranker rescored "
         "the first stage's saved top 100 per query. Success@100 is the first stage's by construction "
@@ -396,7 +404,11 @@ PAGES: tuple[Page, ...] = (
     Page("per-genre.md", lambda b: True, genre_page),
     Page("reported.md", lambda b: b.reported, reported_page),
     Page("training.md", lambda b: bool(b.logs), training_page),
-    Page("rerank.md", lambda b: b.has_rerank, rerank_page),
+    Page(
+        "rerank.md",
+        lambda b: b.has_rerank or any(r[0]["config"].get("first_stage") for r in b.stale_runs.values()),
+        rerank_page,
+    ),
     Page("performance.md", lambda b: b.bench_dir is not None, performance_page),
 )
 
@@ -451,10 +463,29 @@ def leaderboard_files(board: Board) -> dict[str, str | bytes]:
 
 
 def write_pages(contents: dict[str, str | bytes], out_dir: Path) -> list[Path]:
-    """Write what was built (pages and figures) under out_dir as one set; returns the paths written."""
+    """Write what was built (pages and figures) under out_dir as one set, then retire the pages an
+    earlier build wrote that these runs no longer give (the rerank page once its runs are gone,
+    say), so no page shows results the runs folder no longer holds. Returns the paths written."""
     from harness.output_set import write_output_set
 
-    return write_output_set(out_dir, contents)  # swapped in as one set
+    written = write_output_set(out_dir, contents)  # swapped in as one set
+    for path in retired_pages(contents, Path(out_dir)):
+        path.unlink()
+    return written
+
+
+def retired_pages(contents: dict[str, str | bytes], out_dir: Path) -> list[Path]:
+    """Pages in out_dir that this command generates (by name and first line) but did not build now."""
+    names = [p.name for p in PAGES] + [f"collections/{p.name}" for p in sorted((out_dir / "collections").glob("*.md"))]
+    out = []
+    for name in names:
+        path = out_dir / name
+        if name in contents or not path.is_file():
+            continue
+        with open(path, encoding="utf-8", errors="replace") as f:
+            if f.readline() == HEADER:
+                out.append(path)
+    return out
 
 
 def write_leaderboards(
