@@ -536,3 +536,46 @@ def test_a_describe_nested_100000_deep_is_one_line(fake, tmp_path, coll, capsys,
     monkeypatch.setattr(FakeRanker, "describe", lambda self: deep)
     line = one_line_error(*run_cli(capsys, "run", "fake-ranker", *_base(tmp_path, coll))[::2])
     assert "'fake-ranker'" in line and "describe()" in line
+
+
+@hostile("plugin exits", "held")
+def test_rankings_a_plugin_thread_rewrites_after_rank_returned_are_scored_as_read(
+    fake, tmp_path, coll, capsys, monkeypatch
+):
+    """A plugin thread that keeps rewriting the lists rank() returned once went unnoticed until the
+    leaderboard found metrics that its rankings did not give. What the harness read is what it
+    scores and writes: the result verifies whatever the thread does, or reading fails in one line."""
+    import random
+    import threading
+    import time
+
+    from harness.runs.verified import verified_results
+
+    stop = threading.Event()
+
+    def rank(self, queries, candidates, k):
+        out = {q.documentID: [(c.documentID, float(i)) for i, c in enumerate(candidates)] for q in queries}
+
+        def rewrite():
+            rng = random.Random(0)
+            while not stop.is_set():
+                for ranking in out.values():
+                    ranking.reverse()
+                    i = rng.randrange(len(ranking))
+                    ranking[i] = (ranking[i][0], rng.random())
+
+        threading.Thread(target=rewrite, daemon=True).start()
+        time.sleep(0.01)  # the thread is at work before the answer is read
+        return out
+
+    monkeypatch.setattr(FakeRanker, "rank", rank)
+    base = _base(tmp_path, coll)
+    try:
+        rc, _, err = run_cli(capsys, "run", "fake-ranker", *base)
+    finally:
+        stop.set()
+    if rc != 0:
+        assert "reading what rank() returned" in one_line_error(rc, err)
+        return
+    found = verified_results(tmp_path / "runs", splits_dir=tmp_path / "splits", registry=fake)  # metrics recomputed
+    assert [k for k in found] == [("tiny", "fake-ranker")]
