@@ -23,3 +23,5 @@ sharded = embed_sharded(enc, rows, torch.device("cpu"), embed=embed_features, ma
 if rank == 0:
     single = embed_features(enc, rows, torch.device("cpu"), max_tokens=300)
     np.savez(sys.argv[1], sharded=sharded, single=single)
+if size > 1:
+    torch.distributed.barrier()  # rank 0 has written; every rank leaves the group together

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 
 import torch
@@ -16,9 +17,18 @@ def world() -> tuple[int, int, int]:
         if backend == "nccl":
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
         dist.init_process_group(backend)
+        atexit.register(_leave)
     if size > 1:
         return dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", 0))
     return 0, 1, 0
+
+
+def _leave() -> None:
+    """Take the process group down before the interpreter does: a rank that exits with the group's
+    threads still running can abort (SIGABRT, "terminate called without an active exception")
+    while the other ranks finish, failing a job whose work was done."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def world_size() -> int:
