@@ -3,6 +3,8 @@
 - Ranks are 1-based. Ties are broken by score descending, then documentID ascending.
 - Success@k: share of queries with at least one needle in the top k.
 - MRR@k: mean over queries of 1/rank of the first needle, 0 when it is below rank k.
+- Which metrics a result records, and how each scores one query, is the metric table
+  (harness.evaluation.metric_table); everything below iterates it.
 - A query the system did not rank (absent or empty ranking) counts as a miss, and so does one
   whose ranking gives every candidate the same score: such a ranking says nothing, and the id
   tie-break would score it by how the ids happen to sort.
@@ -11,14 +13,14 @@ Everything here is pure: ids in, numbers out. No torch.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from harness.evaluation import metric_table
+
 Ranking = Sequence[tuple[str, float]]
-HEADLINE = ("success@8", "success@100", "mrr@20")
 CURVE_MAX = 100
 
 
@@ -53,16 +55,17 @@ def first_ranks(rankings: Mapping[str, Ranking], needles: Mapping[str, Iterable[
 
 def success_at(k: int, ranks: Iterable[int | None]) -> float:
     ranks = list(ranks)
-    return sum(r is not None and r <= k for r in ranks) / len(ranks)
+    return sum(metric_table.hit(r, k) for r in ranks) / len(ranks)
 
 
 def mrr_at(k: int, ranks: Iterable[int | None]) -> float:
     ranks = list(ranks)
-    return sum(1.0 / r for r in ranks if r is not None and r <= k) / len(ranks)
+    return sum(metric_table.reciprocal_rank(r, k) for r in ranks) / len(ranks)
 
 
 def headline(ranks: Sequence[int | None]) -> dict[str, float]:
-    return {"success@8": success_at(8, ranks), "success@100": success_at(100, ranks), "mrr@20": mrr_at(20, ranks)}
+    """Every metric of the table over these queries: the mean of its per-query values."""
+    return {m.name: sum(m.value(r) for r in ranks) / len(ranks) for m in metric_table.all_metrics()}
 
 
 def success_curve(ranks: Sequence[int | None], k_max: int = CURVE_MAX) -> list[float]:
@@ -77,16 +80,13 @@ def success_curve(ranks: Sequence[int | None], k_max: int = CURVE_MAX) -> list[f
 def bootstrap_ci(
     ranks: Sequence[int | None], *, resamples: int = 1000, level: float = 0.95, seed: int = 0
 ) -> dict[str, list[float]]:
-    """Percentile bootstrap interval over queries for each headline metric (fixed seed: reproducible)."""
-    r = np.array([math.inf if x is None else x for x in ranks], dtype=float)
+    """Percentile bootstrap interval over queries for each metric of the table (fixed seed: reproducible)."""
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(r), size=(resamples, len(r)))
-    sample = r[idx]
-    stats = {
-        "success@8": (sample <= 8).mean(axis=1),
-        "success@100": (sample <= 100).mean(axis=1),
-        "mrr@20": np.where(sample <= 20, 1.0 / sample, 0.0).mean(axis=1),
-    }
+    idx = rng.integers(0, len(ranks), size=(resamples, len(ranks)))
+    stats: dict[str, np.ndarray] = {}
+    for m in metric_table.all_metrics():
+        values = np.array([m.value(x) for x in ranks], dtype=float)
+        stats[m.name] = values[idx].mean(axis=1)  # every metric on the same resamples
     lo, hi = (1 - level) / 2 * 100, (1 + level) / 2 * 100
     return {k: [float(np.percentile(v, lo)), float(np.percentile(v, hi))] for k, v in stats.items()}
 
@@ -129,7 +129,4 @@ def pooled_metric(results: Sequence[Mapping], metric: str) -> float:
 def metrics_line(metrics: Mapping[str, float]) -> str:
     """The headline metrics as the CLI prints them: percent with one decimal, like the leaderboard pages
     (MRR@20 too is shown ×100)."""
-    return "  ".join(
-        f"{name} {100 * metrics[key]:.1f}%"
-        for key, name in (("success@8", "S@8"), ("success@100", "S@100"), ("mrr@20", "MRR@20"))
-    )
+    return "  ".join(f"{m.short} {100 * metrics[m.name]:.1f}%" for m in metric_table.headline())

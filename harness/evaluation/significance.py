@@ -1,10 +1,12 @@
 """Paired significance of the difference between two systems on the same queries.
 
 Per query, a metric value for each system (Success@8: 1 if the first needle is in the top 8;
-MRR@20: 1/rank of the first needle, 0 below 20). Queries are pooled over the split seeds and
-paired by (seed, queryID). Queries by one author share needles and style, so they are not
-independent: the resampling unit is a *cluster* (by default every query on its own; the CLI
-and the leaderboard use the query author across all pooled seeds, harness.evaluation.author_clusters).
+MRR@20: 1/rank of the first needle, 0 below 20), as the metric's row in
+harness.evaluation.metric_table gives it; the rows flagged `tested` are the ones compared.
+Queries are pooled over the split seeds and paired by (seed, queryID). Queries by one author
+share needles and style, so they are not independent: the resampling unit is a *cluster* (by
+default every query on its own; the CLI and the leaderboard use the query author across all
+pooled seeds, harness.evaluation.author_clusters).
 
 - p: the paired cluster randomization test (sign flips of the clusters' summed differences),
   exact for few clusters, else sampled with its Monte Carlo standard error
@@ -26,6 +28,7 @@ from typing import Hashable, Mapping, Sequence
 
 import numpy as np
 
+from harness.evaluation import metric_table
 from harness.evaluation.sign_flip import (
     DRAWS,
     EXACT_MAX,
@@ -35,20 +38,19 @@ from harness.evaluation.sign_flip import (
     sign_flip_test,
 )
 
-METRICS = ("success@8", "mrr@20")
 ALPHA = 0.05
 TEST_NAME = "paired cluster randomization test (sign flips of the clusters' summed differences)"
 INTERVAL_NAME = "95% interval from inverting that test (the shifts it does not reject at 0.05)"
 
 
 def per_query_value(rank: int | None, metric: str) -> float:
-    if metric == "success@8":
-        return 1.0 if rank is not None and rank <= 8 else 0.0
-    if metric == "mrr@20":
-        return 1.0 / rank if rank is not None and rank <= 20 else 0.0
-    if metric == "success@100":
-        return 1.0 if rank is not None and rank <= 100 else 0.0
-    raise ValueError(f"unknown metric {metric!r}")
+    """`metric`'s value for one query whose first needle is at `rank` (a ValueError for a name not in the table)."""
+    return metric_table.by_name(metric).value(rank)
+
+
+def tested_metrics() -> tuple[str, ...]:
+    """The names of the metrics compared for significance, in table order."""
+    return tuple(m.name for m in metric_table.tested())
 
 
 @dataclass(frozen=True)
@@ -133,25 +135,27 @@ def compare_ranks(
     ranks_b: Mapping[Hashable, int | None],
     cluster_of: Mapping[Hashable, Hashable] | None = None,
     *,
-    metrics: Sequence[str] = METRICS,
+    metrics: Sequence[str] | None = None,
     resamples: int = DRAWS,
     seed: int = 0,
 ) -> dict[str, PairedResult]:
-    """First-needle ranks keyed by (seed, queryID) for two runs -> one PairedResult per metric."""
+    """First-needle ranks keyed by (seed, queryID) for two runs -> one PairedResult per metric
+    (default: the table's tested ones)."""
     keys = align(ranks_a, ranks_b)
     if not keys:
         raise ValueError("the two runs share no query")
     clusters = [cluster_of[k] for k in keys] if cluster_of is not None else None
+    rows = [metric_table.by_name(m) for m in (tested_metrics() if metrics is None else metrics)]
     return {
-        m: paired_test(
-            [per_query_value(ranks_a[k], m) for k in keys],
-            [per_query_value(ranks_b[k], m) for k in keys],
+        m.name: paired_test(
+            [m.value(ranks_a[k]) for k in keys],
+            [m.value(ranks_b[k]) for k in keys],
             clusters,
-            metric=m,
+            metric=m.name,
             resamples=resamples,
             seed=seed,
         )
-        for m in metrics
+        for m in rows
     }
 
 

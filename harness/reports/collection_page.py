@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.evaluation.metrics import HEADLINE, pooled_metric
+from harness.evaluation import metric_table
+from harness.evaluation.metrics import pooled_metric
 from harness.evaluation.significance import ALPHA, TEST_NAME
 from harness.reports.board import shown_name
 from harness.reports.cells import mean_sd_cell
@@ -87,6 +88,7 @@ def collection_page(
     best = max(names, key=lambda n: (pooled[n], n))
     base = BASELINE if BASELINE in names else None
     tests = page_tests(names, best, base, lambda a, b: compare(collection, a, b)["success@8"])
+    columns = metric_table.headline()
     rows = []
     for n in names:
         res = runs[(collection, n)]
@@ -99,7 +101,7 @@ def collection_page(
             [
                 f"{shown_name(n, res)} {marks(n, best, base, tests)}".strip(),
                 " ".join(str(r["seed"]) for r in res),
-                *[_cell([r["metrics"][m] for r in res]) for m in HEADLINE],
+                *[_cell([r["metrics"][m.name] for r in res]) for m in columns],
                 f"{100 * pooled[n]:.1f}",
                 f"{100 * run_author_macro(res, splits_dir):.1f}",
                 vs_best or "(best)",
@@ -111,9 +113,7 @@ def collection_page(
         headers=[
             "run",
             "seeds",
-            "S@8",
-            "S@100",
-            "MRR@20",
+            *(m.short for m in columns),
             "S@8 pooled",
             "S@8 author-macro",
             f"S@8 vs best ({best})",

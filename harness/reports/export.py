@@ -22,7 +22,8 @@ import math
 from pathlib import Path
 
 from harness.errors import DataError
-from harness.evaluation.metrics import HEADLINE, mean_sd
+from harness.evaluation import metric_table
+from harness.evaluation.metrics import mean_sd
 from harness.output_set import write_output_set
 from harness.reports.leaderboard import load_runs, plugin_version, run_order
 
@@ -59,12 +60,12 @@ def leaderboard_rows(runs, manifests=None) -> list[dict]:
             "n_queries": sum(r["n_queries"] for r in res),
             "plugin": "; ".join(sorted({plugin_version(r) for r in res})),
         }
-        for m in HEADLINE:
-            mean, sd = mean_sd([r["metrics"][m] for r in res])
-            row[f"{m} mean"] = _num(mean)
-            row[f"{m} sd"] = _num(sd)
-            row[f"{m} ci95 low"] = _num(sum(r["ci95"][m][0] for r in res) / len(res))
-            row[f"{m} ci95 high"] = _num(sum(r["ci95"][m][1] for r in res) / len(res))
+        for m in metric_table.headline():
+            mean, sd = mean_sd([r["metrics"][m.name] for r in res])
+            row[f"{m.name} mean"] = _num(mean)
+            row[f"{m.name} sd"] = _num(sd)
+            row[f"{m.name} ci95 low"] = _num(sum(r["ci95"][m.name][0] for r in res) / len(res))
+            row[f"{m.name} ci95 high"] = _num(sum(r["ci95"][m.name][1] for r in res) / len(res))
         row["success@8 pooled"] = _num(pooled_metric(res, "success@8"))
         row["success@8 author-macro"] = _author_macro(res, manifests) if manifests is not None else None
         rows.append(row)
@@ -84,9 +85,9 @@ def per_seed_rows(runs) -> list[dict]:
                 "n_queries": r["n_queries"],
                 "n_candidates": r["n_candidates"],
             }
-            for m in HEADLINE:
-                row[m] = _num(r["metrics"][m])
-                row[f"{m} ci95 low"], row[f"{m} ci95 high"] = (_num(v) for v in r["ci95"][m])
+            for m in metric_table.headline():
+                row[m.name] = _num(r["metrics"][m.name])
+                row[f"{m.name} ci95 low"], row[f"{m.name} ci95 high"] = (_num(v) for v in r["ci95"][m.name])
             rows.append(row)
     return rows
 

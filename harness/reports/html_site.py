@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Sequence
 
 from harness.errors import HarnessError
-from harness.evaluation.metrics import HEADLINE, mean_sd, pooled_metric
+from harness.evaluation import metric_table
+from harness.evaluation.metrics import mean_sd, pooled_metric
 from harness.reports.board import Board
 from harness.reports.cells import mean_sd_cell
 from harness.reports.html_shell import page
@@ -28,7 +29,6 @@ from harness.reports.run_identity import RunIdentity
 
 BASELINE = "bm25"
 ALPHA = 0.05
-METRIC_NAMES = {"success@8": "Success@8", "success@100": "Success@100", "mrr@20": "MRR@20"}
 # What the harness writes in a site folder: index.html, the marker and the run pages under runs/.
 # Everything else there (a .git, a CNAME, the user's own files) is the user's and is kept.
 RUN_PAGES = "runs"
@@ -133,7 +133,8 @@ def collection_table(board: Board, collection: str, identity: dict[tuple[str, st
     base = BASELINE if BASELINE in names else None
     tests = page_tests(names, best, base, lambda a, b: board.compare(collection, a, b)["success@8"])
     heads = [_head("run"), _head("system"), _head("seeds", numeric=True, title="number of split seeds")]
-    heads += [_head(f"{METRIC_NAMES[m]} (%)", numeric=True, title="mean ± sample sd over the seeds") for m in HEADLINE]
+    columns = metric_table.headline()
+    heads += [_head(f"{m.label} (%)", numeric=True, title="mean ± sample sd over the seeds") for m in columns]
     heads += [
         _head(
             "Success@8 pooled (%) [95% CI]",
@@ -166,8 +167,8 @@ def collection_table(board: Board, collection: str, identity: dict[tuple[str, st
             _cell(escape(res[0]["system"])),
             _cell(str(len(res)), sort=float(len(res)), cls="num"),
         ]
-        for m in HEADLINE:
-            text, mean = _mean_sd([r["metrics"][m] for r in res])
+        for m in columns:
+            text, mean = _mean_sd([r["metrics"][m.name] for r in res])
             cells.append(_cell(text, sort=mean, cls="num"))
         cells.append(
             _cell(
@@ -278,6 +279,7 @@ def _table(headers: list[str], rows: list[list[str]], numeric_from: int = 1) -> 
 
 def run_page(board: Board, collection: str, name: str, identity: RunIdentity) -> str:
     res = board.runs[(collection, name)]
+    columns = metric_table.headline()
     first = res[0]
     cfg = first["config"]
     card = [
@@ -299,7 +301,7 @@ def run_page(board: Board, collection: str, name: str, identity: RunIdentity) ->
             str(r["seed"]),
             str(r["n_queries"]),
             str(r["n_candidates"]),
-            *[_pct(r["metrics"][m]) for m in HEADLINE],
+            *[_pct(r["metrics"][m.name]) for m in columns],
             f"[{_pct(r['ci95']['success@8'][0])}, {_pct(r['ci95']['success@8'][1])}]",
         ]
         for r in res
@@ -321,7 +323,7 @@ def run_page(board: Board, collection: str, name: str, identity: RunIdentity) ->
         got = [r["per_genre"][g] for r in res if g in r["per_genre"]]
         n = sum(x["n_queries"] for x in got)
         per_genre.append(
-            [g, str(n), *[_pct(sum(x[m] * x["n_queries"] for x in got) / n) if n else "" for m in HEADLINE]]
+            [g, str(n), *[_pct(sum(x[m.name] * x["n_queries"] for x in got) / n) if n else "" for m in columns]]
         )
     packages = first["provenance"].get("packages") or {}
     body = [
@@ -334,12 +336,12 @@ def run_page(board: Board, collection: str, name: str, identity: RunIdentity) ->
         _dl(config),
         "<h2>Per seed</h2>",
         _table(
-            ["seed", "queries", "candidates", *[f"{METRIC_NAMES[m]} (%)" for m in HEADLINE], "Success@8 95% CI (%)"],
+            ["seed", "queries", "candidates", *[f"{m.label} (%)" for m in columns], "Success@8 95% CI (%)"],
             seeds,
         ),
         "<h2>Per query genre</h2>",
         '<p class="note">Pooled over the seeds\' queries (weighted by query count), in percent.</p>',
-        _table(["query genre", "queries (all seeds)", *[f"{METRIC_NAMES[m]} (%)" for m in HEADLINE]], per_genre),
+        _table(["query genre", "queries (all seeds)", *[f"{m.label} (%)" for m in columns]], per_genre),
         "<h2>Provenance</h2>",
         _table(["seed", "device", "rank seconds", "commit", "finished", "split sha256"], provenance, numeric_from=9),
         _dl([(k, v) for k, v in sorted(packages.items())]),

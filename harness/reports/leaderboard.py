@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from harness.evaluation.metrics import HEADLINE
+from harness.evaluation import metric_table
 from harness.reports.board import (
     HEADER,
     Board,
@@ -46,8 +46,6 @@ __all__ = [
     "write_pages",
 ]
 
-SHORT = {"success@8": "S@8", "success@100": "S@100", "mrr@20": "MRR@20"}
-
 
 def _short_commit(commit: str) -> str:
     return commit[:12] + ("-dirty" if commit.endswith("-dirty") else "")
@@ -64,14 +62,15 @@ def main_table(runs, marks: dict | None = None) -> str:
     collections = sorted({c for c, _ in runs})
     names = run_order(runs)
     n_seeds = {c: max(len(v) for (cc, _), v in runs.items() if cc == c) for c in collections}
-    headers = ["system"] + [f"{c} {SHORT[m]}" for c in collections for m in HEADLINE]
+    columns = metric_table.headline()
+    headers = ["system"] + [f"{c} {m.short}" for c in collections for m in columns]
     rows = []
     for name in names:
         shown = shown_name(name, next(v for (_, n), v in runs.items() if n == name))
         row = [label(shown, (marks or {}).get(name, []))]
         for c in collections:
             res = runs.get((c, name))
-            row += [_cell([r["metrics"][m] for r in res], n_seeds[c]) if res else "" for m in HEADLINE]
+            row += [_cell([r["metrics"][m.name] for r in res], n_seeds[c]) if res else "" for m in columns]
         rows.append(row)
     return markdown_table(rows, headers=headers, disable_numparse=True)
 
@@ -161,6 +160,7 @@ def rerank_tables(runs, describe_run=None, marks: dict | None = None) -> str:
     from harness.reports.markdown_table import markdown_table
 
     parts = []
+    columns = metric_table.headline()
     n_seeds: dict[str, int] = {}
     for (c, _), res in runs.items():
         n_seeds[c] = max(n_seeds.get(c, 0), len(res))
@@ -173,20 +173,22 @@ def rerank_tables(runs, describe_run=None, marks: dict | None = None) -> str:
         rows = []
         if (c, first) in runs:
             head = f"{label(first, (marks or {}).get(first, []))} (first stage)"
-            rows.append([head, ""] + [_cell([r["metrics"][m] for r in runs[(c, first)]], n_seeds[c]) for m in HEADLINE])
+            rows.append(
+                [head, ""] + [_cell([r["metrics"][m.name] for r in runs[(c, first)]], n_seeds[c]) for m in columns]
+            )
         for name in sorted(names):
             res = runs[(c, name)]
             cfg = res[0]["config"]
             text = (describe_run(res[0]["system"], cfg) if describe_run else "") or name
             share = f"{100 * cfg['author_fraction']:.0f}%" if "author_fraction" in cfg else ""
             rows.append(
-                [f"{text}  ({name})", share] + [_cell([r["metrics"][m] for r in res], n_seeds[c]) for m in HEADLINE]
+                [f"{text}  ({name})", share] + [_cell([r["metrics"][m.name] for r in res], n_seeds[c]) for m in columns]
             )
         parts.append(
             f"## {c}: reranking the top 100 of {first}\n\n"
             + markdown_table(
                 rows,
-                headers=["negatives (run)", "training authors used", "S@8", "S@100", "MRR@20"],
+                headers=["negatives (run)", "training authors used", *(m.short for m in columns)],
                 disable_numparse=True,
             )
             + "\n"

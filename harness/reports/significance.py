@@ -20,7 +20,6 @@ from harness.evaluation.sign_flip import DRAWS, EXACT_MAX, MAX_DRAWS, NEAR, TARG
 from harness.evaluation.significance import (
     ALPHA,
     INTERVAL_NAME,
-    METRICS,
     TEST_NAME,
     PairedResult,
     authors_needed,
@@ -177,8 +176,7 @@ def format_comparison(name_a: str, name_b: str, res: Mapping[str, PairedResult])
     from tabulate import tabulate
 
     rows = []
-    for m in METRICS:
-        r = res[m]
+    for m, r in res.items():  # the metrics compared, in the table's order
         rows.append(
             [
                 m,
@@ -191,7 +189,7 @@ def format_comparison(name_a: str, name_b: str, res: Mapping[str, PairedResult])
                 "yes" if r.p_value < ALPHA else "no",
             ]
         )
-    r0 = res[METRICS[0]]
+    r0 = next(iter(res.values()))
     head = (
         f"{name_a} vs {name_b}: {describe_unit(r0)}.\n"
         f"p: {TEST_NAME}; {HOW_P}.\ninterval: {INTERVAL_NAME}, of the difference ({name_a} - {name_b}), "

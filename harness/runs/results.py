@@ -13,6 +13,7 @@ Result schema (version 1):
   lack it and are checked by recomputing their metrics alone); submitted rankings (system
   `submitted`, config {}) also have submission {format, file, file_sha256, tag, submitter,
   description}.
+The metrics named are the rows of harness.evaluation.metric_table; a result must hold each.
 
 A result is trusted only after harness.runs.verified has checked it against its rankings
 file and its split manifest; result_sha256 (results written since it was added) seals the rest.
@@ -29,6 +30,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from harness.data.jsonl import iter_jsonl
 from harness.errors import DataError, HarnessError
+from harness.evaluation import metric_table
 from harness.specs import SUBMITTED
 
 SCHEMA_VERSION = 1
@@ -119,18 +121,15 @@ def read_result(path: Path) -> dict[str, Any]:
             f"{path}: result field(s) of the wrong type: "
             + ", ".join(f"{k} ({type(obj[k]).__name__}, expected {REQUIRED[k].__name__})" for k in wrong)
         )
+    names = [m.name for m in metric_table.all_metrics()]
     bad = [
-        m
-        for m in ("success@8", "success@100", "mrr@20")
-        if not isinstance(obj["metrics"].get(m), (int, float)) or not math.isfinite(obj["metrics"][m])
+        m for m in names if not isinstance(obj["metrics"].get(m), (int, float)) or not math.isfinite(obj["metrics"][m])
     ]
     if bad:
         raise DataError(f"{path}: metrics lack a finite {', '.join(bad)}")
     for g, row in obj["per_genre"].items():
-        if not isinstance(row, dict) or not all(
-            isinstance(row.get(m), (int, float)) for m in ("n_queries", "success@8")
-        ):
-            raise DataError(f"{path}: per_genre[{g!r}] is not {{n_queries, success@8, success@100, mrr@20}}")
+        if not isinstance(row, dict) or not all(isinstance(row.get(m), (int, float)) for m in ("n_queries", *names)):
+            raise DataError(f"{path}: per_genre[{g!r}] is not {{{', '.join(('n_queries', *names))}}}")
     for key in ("rankings_sha256", "result_sha256"):
         if key in obj and not isinstance(obj[key], str):
             raise DataError(f"{path}: {key} must be a string")
