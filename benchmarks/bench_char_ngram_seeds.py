@@ -84,7 +84,7 @@ def warm_up() -> None:
 def main() -> None:
     from aa_harness_bench.results import write_result
     from aa_harness_bench.timing import device_facts
-    from harness.evaluation.splits import SEEDS
+    from harness.evaluation.split_settings import SEEDS
     from harness.plugins import load_registry, plugin_manager
 
     p = argparse.ArgumentParser()

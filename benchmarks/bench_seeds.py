@@ -41,7 +41,7 @@ def timed_run(system: str, collection: str, seeds: list[int], overrides: dict) -
 
 def main() -> None:
     from harness.config import parse_set_args
-    from harness.evaluation.splits import SEEDS
+    from harness.evaluation.split_settings import SEEDS
 
     p = argparse.ArgumentParser()
     p.add_argument("--system", default="sbert")

@@ -65,14 +65,14 @@ def _manifests():
     manifests kept under another folder name only so that the runs made on them still verify)."""
     import json
 
-    from harness.evaluation.splits import read_manifest
+    from harness.evaluation.manifests import read_manifest
 
     paths = sorted(_record_dir().glob("*/seed-*.json"))
     return [read_manifest(p) for p in paths if json.loads(p.read_text(encoding="utf-8"))["collection"] == p.parent.name]
 
 
 def split_counts() -> str:
-    from harness.evaluation.splits import counts_table
+    from harness.evaluation.split_counts import counts_table
 
     return counts_table(_manifests())
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness import atomic, locations  # noqa: F401  (atomic: the umask is read before any plugin runs)
 from harness.errors import HarnessError
-from harness.evaluation.splits import DEFAULT_AUTHOR_FRACTION, POOLS, SEEDS
+from harness.evaluation.split_settings import DEFAULT_AUTHOR_FRACTION, POOLS, SEEDS
 
 MAX_RESAMPLES = 1_000_000  # compare --resamples: more would run for hours and hold gigabytes
 
@@ -112,13 +112,10 @@ def cmd_collections(args) -> int:
 
 
 def cmd_split(args) -> int:
-    from harness.evaluation.splits import (
-        build_split,
-        counts_table,
-        get_splits,
-        manifest_path,
-        write_manifests,
-    )
+    from harness.evaluation.manifests import manifest_path, write_manifests
+    from harness.evaluation.split_builder import build_split
+    from harness.evaluation.split_counts import counts_table
+    from harness.evaluation.split_store import get_splits
     from harness.runs.run_job import open_collection, split_places, unique_seeds
 
     reg = _registry()
@@ -178,7 +175,7 @@ def cmd_split(args) -> int:
 def _check_against_record(splits, record: Path) -> None:
     """A rebuilt manifest of a built-in collection must equal the record's; the record is written
     only by naming its folder with --splits-dir, in a checkout."""
-    from harness.evaluation.splits import manifest_path, read_manifest
+    from harness.evaluation.manifests import manifest_path, read_manifest
 
     for split in splits:
         path = manifest_path(record, split.collection, split.seed)
@@ -253,7 +250,7 @@ def cmd_topic_share(args) -> int:
 
     from tabulate import tabulate
 
-    from harness.evaluation.splits import find_manifest, read_manifest
+    from harness.evaluation.manifests import find_manifest, read_manifest
     from harness.reports.topic_share import same_genre_share
     from harness.runs.results import read_rankings
     from harness.runs.run_job import open_collection

@@ -31,7 +31,8 @@ def test_an_author_repeated_over_seeds_widens_the_interval_and_the_p():
 
 
 def _write_manifest(folder, seed, queries, needles=None):
-    from harness.evaluation.splits import Query, Split, write_manifest
+    from harness.evaluation.manifests import write_manifest
+    from harness.evaluation.split import Query, Split
 
     needles = needles or {}
     split = Split(

@@ -431,7 +431,7 @@ def _invariants(split, collection):
 
 def test_coauthored_documents_build_every_seed_with_the_needle_rule(tmp_path):
     from harness.data.collection import load_collection
-    from harness.evaluation.splits import build_split
+    from harness.evaluation.split_builder import build_split
 
     collection = load_collection("co", [_coauthored(tmp_path)])
     for seed in range(8):
@@ -442,20 +442,20 @@ def test_coauthored_documents_build_every_seed_with_the_needle_rule(tmp_path):
 
 
 def test_no_manifest_is_written_unless_every_seed_builds(tmp_path, monkeypatch):
-    import harness.evaluation.splits as splits
+    import harness.evaluation.split_store as split_store
     from harness.data.collection import load_collection
 
     collection = load_collection("co", [_coauthored(tmp_path)])
-    real = splits.build_split
+    real = split_store.build_split
 
     def fails_on_seed_2(c, seed, fraction=0.5, **settings):
         if seed == 2:
             raise DataError("seed 2 cannot be built")
         return real(c, seed, fraction, **settings)
 
-    monkeypatch.setattr(splits, "build_split", fails_on_seed_2)
+    monkeypatch.setattr(split_store, "build_split", fails_on_seed_2)
     with pytest.raises(DataError):
-        splits.get_splits(collection, [0, 1, 2], tmp_path / "splits")
+        split_store.get_splits(collection, [0, 1, 2], tmp_path / "splits")
     assert not (tmp_path / "splits").exists()
 
 
@@ -464,7 +464,8 @@ def test_no_manifest_is_written_unless_every_seed_builds(tmp_path, monkeypatch):
 
 def _tampered_manifest(tmp_path, change):
     from harness.data.collection import Collection
-    from harness.evaluation.splits import Split, read_manifest, write_manifest
+    from harness.evaluation.manifests import read_manifest, write_manifest
+    from harness.evaluation.split import Split
     from harness.runs.run_job import open_collection
 
     collection: Collection = open_collection(load_registry(), "demo")
@@ -486,7 +487,7 @@ def _tampered_manifest(tmp_path, change):
 
 
 def test_manifest_with_a_needle_of_another_author_is_refused(tmp_path):
-    from harness.evaluation.splits import get_split
+    from harness.evaluation.split_store import get_split
 
     def swap(collection, split, needles, queries):
         q = queries[0]
@@ -502,7 +503,8 @@ def test_manifest_with_a_needle_of_another_author_is_refused(tmp_path):
 
 
 def test_manifest_with_a_relabelled_query_genre_or_unknown_id_is_refused(tmp_path):
-    from harness.evaluation.splits import Query, get_split
+    from harness.evaluation.split import Query
+    from harness.evaluation.split_store import get_split
 
     def relabel(collection, split, needles, queries):
         q = queries[0]
@@ -669,7 +671,7 @@ def test_a_plugin_registering_the_name_of_submitted_rankings_is_an_error():
 
 def test_genre_labels_are_compared_after_normalising_whitespace(tmp_path):
     from harness.data.collection import load_collection
-    from harness.evaluation.splits import build_split
+    from harness.evaluation.split_builder import build_split
 
     recs = [
         doc(1, "a", "blog"),

@@ -20,7 +20,9 @@ from hypothesis import strategies as st
 
 from harness.data.collection import load_collection
 from harness.errors import HarnessError
-from harness.evaluation.splits import build_split, check_split, split_from_manifest
+from harness.evaluation.manifests import split_from_manifest
+from harness.evaluation.split import check_split
+from harness.evaluation.split_builder import build_split
 
 FUZZ = settings(
     max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None, derandomize=True

@@ -4,7 +4,7 @@ import pytest
 
 from harness.data.hiatus import find_ta1_folders, ta1_collection
 from harness.errors import DataError
-from harness.evaluation.splits import build_split
+from harness.evaluation.split_builder import build_split
 from tests.conftest import write_jsonl
 
 

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from harness.evaluation.splits import Split
+from harness.evaluation.split import Split
 from tests.conftest import doc, write_jsonl
 from tests.hostile import COMMITTED, committed_splits, hostile, one_line_error, run_cli, snapshot
 
@@ -40,7 +40,7 @@ def _reseal(path, edit):
     edit(obj)
     obj.pop("sha256", None)
     # recompute the manifest's own sha256 exactly as the harness does
-    from harness.evaluation.splits import Query
+    from harness.evaluation.split import Query
 
     s = Split(
         collection=obj["collection"],
@@ -148,7 +148,7 @@ def test_a_manifest_in_another_collections_folder_is_refused(env, tmp_path, caps
     other.mkdir()
     shutil.copy(folder / "seed-0.json", other / "seed-0.json")
     from harness.errors import DataError
-    from harness.evaluation.splits import read_manifest
+    from harness.evaluation.manifests import read_manifest
 
     with pytest.raises(DataError, match="folder 'other'"):
         read_manifest(other / "seed-0.json")
@@ -189,7 +189,8 @@ def test_a_split_setting_out_of_range_is_one_line(tmp_path, coll, capsys, verb, 
 def test_a_manifest_recording_a_cap_out_of_range_is_one_line(env, tmp_path, cap):
     from harness.data.collection import load_collection
     from harness.errors import DataError
-    from harness.evaluation.splits import check_by_rebuilding, read_manifest
+    from harness.evaluation.manifests import read_manifest
+    from harness.evaluation.split_store import check_by_rebuilding
 
     folder, base = env
     path = folder / "seed-0.json"
@@ -246,12 +247,12 @@ def test_a_passed_check_is_cached_by_data_and_manifest(env, tmp_path, capsys, mo
     assert run_cli(capsys, "run", "bm25", "--no-progress", *base, "--seeds", "0")[0] == 0
     assert list((tmp_path / "cache" / "manifest-checks").glob("*.json"))
 
-    from harness.evaluation import splits
+    from harness.evaluation import split_store
 
     def no_build(*a, **k):
         raise AssertionError("rebuilt although the check was cached")
 
-    monkeypatch.setattr(splits, "build_split", no_build)
+    monkeypatch.setattr(split_store, "build_split", no_build)
     assert run_cli(capsys, "run", "bm25", "--no-progress", "--overwrite", *base, "--seeds", "0")[0] == 0
 
 
@@ -263,11 +264,11 @@ def test_a_check_record_planted_in_the_cache_grants_nothing(env, tmp_path, capsy
     assert run_cli(capsys, "run", "bm25", "--no-progress", *base, "--seeds", "0")[0] == 0
     (record,) = list((tmp_path / "cache" / "manifest-checks").glob("*.json"))
     good = json.loads(record.read_text())
-    from harness.evaluation import splits
+    from harness.evaluation import split_store
 
     rebuilt = []
-    real = splits.build_split
-    monkeypatch.setattr(splits, "build_split", lambda *a, **k: rebuilt.append(1) or real(*a, **k))
+    real = split_store.build_split
+    monkeypatch.setattr(split_store, "build_split", lambda *a, **k: rebuilt.append(1) or real(*a, **k))
     for forged in ({k: v for k, v in good.items() if k != "hmac"}, {**good, "hmac": "0" * 64}):
         record.write_text(json.dumps(forged))
         assert run_cli(capsys, "run", "bm25", "--no-progress", "--overwrite", *base, "--seeds", "0")[0] == 0
@@ -300,7 +301,8 @@ def test_without_the_data_the_sha_and_structure_checks_still_apply(env, tmp_path
 @pytest.mark.slow
 @pytest.mark.corpora
 def test_every_committed_manifest_rebuilds(corpora, tmp_path, monkeypatch):
-    from harness.evaluation.splits import check_by_rebuilding, read_manifest
+    from harness.evaluation.manifests import read_manifest
+    from harness.evaluation.split_store import check_by_rebuilding
     from harness.plugins import load_registry
 
     monkeypatch.setenv("AA_HARNESS_CACHE", str(tmp_path))

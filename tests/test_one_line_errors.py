@@ -257,7 +257,7 @@ def test_author_ids_are_canonicalised_like_genres(tmp_path, case):
 @hostile("author ids", "held")
 def test_a_variant_author_id_makes_a_needle_not_a_second_author(tmp_path):
     from harness.data.collection import load_collection
-    from harness.evaluation.splits import build_split
+    from harness.evaluation.split_builder import build_split
 
     recs = [
         _record(documentID="q", authorIDs=["a0"], genre="g1"),

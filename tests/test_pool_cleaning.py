@@ -10,8 +10,12 @@ import pytest
 
 from harness.data.collection import load_collection
 from harness.errors import DataError, HarnessError
+from harness.evaluation.manifests import read_manifest
 from harness.evaluation.pool_cleaning import PoolCleaning, bot_authors
-from harness.evaluation.splits import SEEDS, build_split, check_by_rebuilding, check_split, get_split, read_manifest
+from harness.evaluation.split import check_split
+from harness.evaluation.split_builder import build_split
+from harness.evaluation.split_settings import SEEDS
+from harness.evaluation.split_store import check_by_rebuilding, get_split
 from tests.conftest import RECORD, doc, write_jsonl
 
 CLEAN = {"bots": True, "near_copy_cosine": 0.65}

@@ -83,7 +83,7 @@ def test_a_run_shows_one_phase_after_another(tmp_path, small_collection_file, ca
     from harness.runs.runner import run_split
 
     reg = load_registry()
-    from harness.evaluation.splits import build_split
+    from harness.evaluation.split_builder import build_split
     from harness.runs.run_job import open_collection
 
     collection = open_collection(reg, str(small_collection_file))

@@ -23,7 +23,8 @@ def test_the_rule_view_is_the_all_view_below_the_threshold():
 def test_a_rule_manifest_that_is_not_the_all_view_below_the_threshold_is_refused(
     tmp_path,
 ):
-    from harness.evaluation.splits import Split, read_manifest, write_manifest
+    from harness.evaluation.manifests import read_manifest, write_manifest
+    from harness.evaluation.split import Split
 
     for c in ("reddit-xsub", "reddit-xsub-all"):
         shutil.copytree(SPLITS / c, tmp_path / c)

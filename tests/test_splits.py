@@ -6,14 +6,11 @@ import pytest
 from harness.data.collection import load_collection
 from harness.data.demo import demo_collection
 from harness.errors import DataError
-from harness.evaluation.splits import (
-    SEEDS,
-    build_split,
-    check_split,
-    get_split,
-    read_manifest,
-    write_manifest,
-)
+from harness.evaluation.manifests import read_manifest, write_manifest
+from harness.evaluation.split import check_split
+from harness.evaluation.split_builder import build_split
+from harness.evaluation.split_settings import SEEDS
+from harness.evaluation.split_store import get_split
 from tests.conftest import RECORD, doc, write_jsonl
 
 
@@ -117,7 +114,7 @@ def test_kept_pan19_uncapped_manifests_are_the_split_before_the_cap(corpora):
 
 
 def test_no_committed_pan19_manifest_gives_one_author_over_a_quarter_of_the_queries():
-    from harness.evaluation.splits import largest_author_share
+    from harness.evaluation.split_counts import largest_author_share
 
     for seed in SEEDS:
         split = read_manifest(RECORD / "pan19-en" / f"seed-{seed}.json")
@@ -174,7 +171,7 @@ def test_the_cap_depends_on_the_seed_alone(tmp_path):
 
 
 def test_the_cap_is_recorded_and_rebuilt(tmp_path, monkeypatch):
-    from harness.evaluation.splits import check_by_rebuilding
+    from harness.evaluation.split_store import check_by_rebuilding
 
     monkeypatch.setenv("AA_HARNESS_CACHE", str(tmp_path / "cache"))
     c = _prolific(tmp_path)

@@ -64,7 +64,7 @@ def _qrels_file(made) -> Path:
 
 
 def _split():
-    from harness.evaluation.splits import read_manifest
+    from harness.evaluation.manifests import read_manifest
 
     return read_manifest(SPLITS / COLLECTION / f"seed-{SEED}.json")
 

@@ -15,7 +15,9 @@ from harness.data.topic_labels import (
     write_labels,
 )
 from harness.evaluation.dissimilarity import DissimilarityRule
-from harness.evaluation.splits import SEEDS, build_split, get_split
+from harness.evaluation.split_builder import build_split
+from harness.evaluation.split_settings import SEEDS
+from harness.evaluation.split_store import get_split
 from tests.conftest import RECORD, write_jsonl
 
 THEMES = {

@@ -290,7 +290,7 @@ class Plan:
     def split_sha256(self, collection: str, seed: int) -> str | None:
         """The sha256 of the manifest a run of this collection and seed reads now (None: none yet)."""
         from harness.errors import HarnessError
-        from harness.evaluation.splits import find_manifest, read_manifest
+        from harness.evaluation.manifests import find_manifest, read_manifest
 
         try:
             return read_manifest(find_manifest(locations.manifest_dirs(self.runs_dir), collection, seed)).sha256

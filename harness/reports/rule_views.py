@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import DataError
-from harness.evaluation.splits import Split, manifest_path, read_manifest
+from harness.evaluation.manifests import manifest_path, read_manifest
+from harness.evaluation.split import Split
 from harness.reports.significance import pooled_success_at_8
 
 ALL_VIEW = "-all"

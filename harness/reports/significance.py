@@ -16,6 +16,7 @@ from pathlib import Path
 from harness.errors import HarnessError
 from harness.evaluation.author_clusters import author_clusters, needle_ties
 from harness.evaluation.author_macro import author_macro
+from harness.evaluation.manifests import find_manifest, read_manifest
 from harness.evaluation.sign_flip import DRAWS, EXACT_MAX, MAX_DRAWS, NEAR, TARGET_SE
 from harness.evaluation.significance import (
     ALPHA,
@@ -26,7 +27,6 @@ from harness.evaluation.significance import (
     compare_ranks,
     per_query_value,
 )
-from harness.evaluation.splits import find_manifest, read_manifest
 
 RESAMPLES = DRAWS
 HOW_P = (

@@ -7,8 +7,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from harness.evaluation.manifests import manifest_path, read_manifest
 from harness.evaluation.metrics import mean_sd
-from harness.evaluation.splits import BUILDER, DEFAULT_POOL, largest_author_share, manifest_path, read_manifest
+from harness.evaluation.split import BUILDER
+from harness.evaluation.split_counts import largest_author_share
+from harness.evaluation.split_settings import DEFAULT_POOL
 
 
 def _per_seed(values: list, seeds: list[int]) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.data.jsonl import read_json
 from harness.errors import DataError
-from harness.evaluation.splits import manifest_path, read_manifest
+from harness.evaluation.manifests import manifest_path, read_manifest
 from harness.reports.significance import first_ranks_by_key, pooled_success_at_8
 
 KINDS_FILE = "topic-kinds.json"

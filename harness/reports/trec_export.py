@@ -24,7 +24,7 @@ from harness.reports.board import load_runs
 
 def trec_files(runs_dir: Path, splits_dir: Path | None = None, record: Path | None = None) -> dict[str, str]:
     """Relative path under the export folder -> TREC text, for every verified run and seed."""
-    from harness.evaluation.splits import find_manifest, read_manifest
+    from harness.evaluation.manifests import find_manifest, read_manifest
     from harness.locations import manifest_dirs
     from harness.runs.results import rankings_path, read_rankings, result_path
     from harness.runs.trec import format_qrels, format_run

@@ -13,7 +13,8 @@ from harness.config import build_config, config_dict
 from harness.data.collection import Collection, load_collection
 from harness.errors import HarnessError
 from harness.evaluation.metrics import metrics_line
-from harness.evaluation.splits import SEEDS, get_splits
+from harness.evaluation.split_settings import SEEDS
+from harness.evaluation.split_store import get_splits
 from harness.plugins import Registry
 from harness.runs.models import addressed_config, check_card, with_card_backbone
 from harness.runs.results import (

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 from harness.data.collection import Collection
 from harness.errors import HarnessError
 from harness.evaluation.metrics import evaluate, order
-from harness.evaluation.splits import Split
+from harness.evaluation.split import Split
 from harness.progress import phase, seed_scope
 from harness.protocols import DenseRanker, as_ranker
 from harness.provenance import provenance

@@ -166,7 +166,8 @@ class ManifestSource:
     def get(self, collection: str, seed: int, needed_by: Path, folder: str | None = None):
         """The manifest of `collection` and `seed`; folder: where a collection's earlier manifests are kept
         (runs made on data since corrected), checked by sha256 and structure but not rebuilt."""
-        from harness.evaluation.splits import check_split, find_manifest, read_manifest
+        from harness.evaluation.manifests import find_manifest, read_manifest
+        from harness.evaluation.split import check_split
 
         key = (folder or collection, seed)
         if key not in self._splits:
@@ -183,7 +184,7 @@ class ManifestSource:
 
     def _rebuild_check(self, split, path: Path) -> None:
         from harness.evaluation.manifest_check import is_checked
-        from harness.evaluation.splits import check_by_rebuilding
+        from harness.evaluation.split_store import check_by_rebuilding
 
         if is_checked(split):
             return
