@@ -98,6 +98,11 @@ class Board:
     def has_rerank(self) -> bool:
         return any(res[0]["config"].get("first_stage") for res in self.runs.values())
 
+    @property
+    def stale_reranks(self) -> Runs:
+        """The stale runs that rescored a first stage."""
+        return {k: v for k, v in self.stale_runs.items() if v[0]["config"].get("first_stage")}
+
     def names(self, collection: str) -> list[str]:
         """The collection's run names, in run order."""
         return [n for n in self.order if (collection, n) in self.runs]

@@ -365,10 +365,9 @@ def rerank_page(board: Board) -> str:
     if not board.has_rerank:  # only stale reranker runs: the page says so rather than vanish from the nav
         from harness.reports.stale import stale_section
 
-        stale = {k: v for k, v in board.stale_runs.items() if v[0]["config"].get("first_stage")}
         return (
             f"{board.head}# Reranking (the layout of the paper's Table 2)\n\nNo reranker run is current; "
-            f"those below wait to be rerun.\n{stale_section(stale, board.stale_entries)}"
+            f"those below wait to be rerun.\n{stale_section(board.stale_reranks, board.stale_entries)}"
         )
     return (
         f"{board.head}# Reranking (the layout of the paper's Table 2)\n\nEach reranker rescored "
@@ -406,11 +405,7 @@ PAGES: tuple[Page, ...] = (
     Page("per-genre.md", lambda b: True, genre_page),
     Page("reported.md", lambda b: b.reported, reported_page),
     Page("training.md", lambda b: bool(b.logs), training_page),
-    Page(
-        "rerank.md",
-        lambda b: b.has_rerank or any(r[0]["config"].get("first_stage") for r in b.stale_runs.values()),
-        rerank_page,
-    ),
+    Page("rerank.md", lambda b: b.has_rerank or bool(b.stale_reranks), rerank_page),
     Page("performance.md", lambda b: b.bench_dir is not None, performance_page),
 )
 
