@@ -198,6 +198,11 @@ def load_or_derive(texts: Mapping[str, str], settings: TopicSettings, path: Path
     A labels file for other texts or settings is ignored (not an error): the split manifests
     then refuse the new labels through their source fingerprint.
     """
+    from harness.output_set import report_unfinished, settled
+
+    if path is not None:  # a labels file of an unfinished `topics` set is read as its last complete state
+        report_unfinished(Path(path).parent)
+        path = settled(Path(path).parent, Path(path).name)
     if path is not None and Path(path).is_file():
         stored = read_labels(path)
         if stored.settings == settings and stored.input_sha256 == input_fingerprint(texts):
