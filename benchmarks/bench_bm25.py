@@ -66,6 +66,7 @@ def main() -> None:
         f"harness bm25 (vectorized): tokenize + index + score + top-100 for all {len(queries)} queries: {ours_s:.1f}s"
     )
     figures = {
+        "benchmark": "bm25-scale",  # the performance page's section for these figures
         "device": device_name(),
         "candidates": len(cands),
         "queries": len(queries),

@@ -19,13 +19,16 @@ from harness.evaluation.ranking import check_finite, top_k
 from harness.hookspecs import hookimpl
 from harness.provenance import device_name
 from harness.specs import CollectionSpec, SystemSpec
+from harness.system_meta import Backbone, SystemMeta
 
 __all__ = [
+    "Backbone",
     "Collection",
     "CollectionSpec",
     "DataError",
     "Document",
     "HarnessError",
+    "SystemMeta",
     "SystemSpec",
     "atomic_open",
     "atomic_write_text",

@@ -440,8 +440,11 @@ def cmd_train(args) -> int:
 
 def cmd_curate(args) -> int:
     from harness.data.curation import CurationSettings, curate
+    from harness.runs.systems import reference_embedder, text_embedder
 
+    registry = _registry()
     settings = CurationSettings(
+        embedder=reference_embedder(registry, required=not args.pairs),
         min_words=args.min_words,
         min_docs=args.min_docs,
         max_docs=args.max_docs,
@@ -451,7 +454,6 @@ def cmd_curate(args) -> int:
         device=args.device,
     )
     from harness import progress
-    from harness.runs.systems import text_embedder
 
     locations.checked_output(args.out, "--out")
 
@@ -460,7 +462,7 @@ def cmd_curate(args) -> int:
             report = curate(args.input, args.out, settings, pairs_file=args.pairs)
         else:
             embed = text_embedder(
-                _registry(),
+                registry,
                 settings.embedder,
                 {"model": settings.sbert_model, "device": settings.device, "batch_size": settings.batch_size},
             )

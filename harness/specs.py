@@ -9,6 +9,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from harness.system_meta import CAPABILITIES, MetaError, SystemMeta, system_meta
+
 # The system name of results made from rankings a user submitted (`aa-harness submit`) rather than
 # by a registered system: reserved, so no plugin can register it and pass its runs off as submissions.
 SUBMITTED = "submitted"
@@ -29,12 +31,15 @@ class SystemSpec:
 
     factory: "module:Callable" taking the config dataclass and returning the system.
     config:  "module:Dataclass" whose defaults are the recipe; imported without torch.
-    capabilities: what the system can do -- "rank", "encode", "rerank", "train".
+    capabilities: what the system can do, from harness.system_meta.CAPABILITIES -- "rank", "encode",
+             "rerank", "train", "reference-embedder".
     trainer: "module:function" called as trainer(config, train_documents, out_dir) -> model folder,
              for systems that can be trained (`aa-harness train`).
     describe_run: "module:function" called as describe_run(config dict of a recorded run) -> a short
              label for report pages (e.g. a reranker's negatives); "" for none. Imported lazily, torch-free.
     report_note: a sentence the report pages print where this system's runs are shown.
+    meta:    what the system is, for the report pages (harness.system_meta.SystemMeta): its role, backbone
+             and size, the paper recipe it follows; a SystemMeta or a dict of its fields (errors name the system).
     """
 
     name: str
@@ -45,9 +50,20 @@ class SystemSpec:
     trainer: str = ""
     describe_run: str = ""
     report_note: str = ""
+    meta: SystemMeta = field(default_factory=SystemMeta)
     plugin: str = field(default="", compare=False)  # filled in by the registry:
     distribution: str = field(default="", compare=False)  # the installed package that provides it
     version: str = field(default="", compare=False)  # ... and its version (recorded in provenance)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.capabilities, str):
+            raise MetaError(f"system {self.name!r}: capabilities must be a tuple, got the string {self.capabilities!r}")
+        if unknown := [c for c in self.capabilities if c not in CAPABILITIES]:
+            raise MetaError(
+                f"system {self.name!r}: capabilities has {', '.join(map(repr, unknown))}; "
+                f"each must be one of: {', '.join(CAPABILITIES)}"
+            )
+        object.__setattr__(self, "meta", system_meta(self.name, self.meta))  # a dict: checked, named
 
     def origin(self) -> dict[str, str]:
         """Where the system comes from, for a result's provenance."""

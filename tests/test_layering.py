@@ -17,6 +17,7 @@ FOUNDATION = {
     "harness.atomic",
     "harness.provenance",
     "harness.specs",
+    "harness.system_meta",
     "harness.hookspecs",
     "harness.locations",
     "harness.record",

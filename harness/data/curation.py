@@ -2,8 +2,8 @@
 
 1. keep documents of at least 350 whitespace-delimited words;
 2. keep authors with 2 to 50 documents;
-3. per author, SBERT (all-mpnet-base-v2) cosine between all pairs of their documents: keep the
-   most dissimilar pair if its cosine is below 0.2, else drop the author;
+3. per author, the cosine between all pairs of their documents under a reference embedder (the
+   paper's all-mpnet-base-v2): keep the most dissimilar pair if its cosine is below 0.2, else drop the author;
 4. replace person names, phone numbers, e-mail and IP addresses with placeholders.
 The output is canonical JSONL.gz (never committed: it holds corpus text) plus a report.
 """
@@ -37,7 +37,9 @@ class CurationSettings:
     min_docs: int = 2
     max_docs: int = 50
     max_cosine: float = 0.2
-    embedder: str = "sbert"  # a registered system that can encode; the dissimilar-pair step uses its vectors
+    # The registered system whose vectors the dissimilar-pair step uses: the callers name the one that
+    # declares the reference-embedder capability (harness.runs.systems.reference_embedder); "" for none.
+    embedder: str = ""
     sbert_model: str = "sentence-transformers/all-mpnet-base-v2"
     ner: str = "spacy"
     device: str = "auto"

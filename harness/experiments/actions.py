@@ -41,12 +41,16 @@ def _curate(plan: Plan, step: Step, progress: bool) -> None:
     from harness.data.collection import read_documents
     from harness.data.curation import CurationSettings, curate
     from harness.runs.models import training_data_fingerprint
-    from harness.runs.systems import text_embedder
+    from harness.runs.systems import reference_embedder, text_embedder
 
     inputs = [p for p in (plan.data_path(name) for name in step.inputs) if p is not None]
     settings = dict(step.settings)
     pairs = settings.pop("pairs", None)
-    curation = CurationSettings(sbert_model=str(plan.backbone_ref(step)), **settings)
+    curation = CurationSettings(
+        embedder=reference_embedder(plan.registry, required=not pairs),
+        sbert_model=str(plan.backbone_ref(step)),
+        **settings,
+    )
     final = plan.curated_dir(step)
     staged = _fresh_folder(final)
     try:

@@ -1,9 +1,10 @@
 """One page per collection: every run with its paired-significance marks, the power estimate, and
-how close the haystack is under SBERT.
+how close the haystack is under the reference embedder.
 
 Marks (Success@8, paired cluster randomization test, one cluster per query author across all
 pooled seeds, p < 0.05): `*` differs from the best row (the highest pooled
-Success@8), `†` differs from BM25; `ᴴ` after a mark: still below 0.05 after Holm's adjustment over
+Success@8), `†` differs from the baseline (the first run, in run order, of a system whose metadata
+role is baseline); `ᴴ` after a mark: still below 0.05 after Holm's adjustment over
 the page's tests (harness.reports.page_tests). The 95% intervals invert the same test, in points.
 Beside pooled Success@8 (every query of every seed), the author-macro figure (each query author's
 mean, then the mean over authors).
@@ -33,8 +34,7 @@ from harness.reports.significance import (
 )
 from harness.reports.split_settings_note import split_settings_note
 from harness.reports.surface_topics import surface_topics_section
-
-BASELINE = "bm25"
+from harness.reports.system_catalog import Catalog, registered
 
 
 def _cell(values):
@@ -47,13 +47,14 @@ def _diff(r, holm_p: float) -> Markdown:
     )
 
 
-def sbert_closeness(res: list[dict]) -> str:
-    """1 - Success@1 of the sbert run (its nearest candidate is haystack) and the median first-needle rank."""
+def haystack_closeness(name: str, res: list[dict], backbone: str) -> str:
+    """1 - Success@1 of a reference embedder's run (its nearest candidate is haystack) and the median
+    first-needle rank."""
     nearest_haystack = 1 - _weighted([r["success_curve"][0] for r in res], res)
     ranks = [math.inf if v is None else v for r in res for v in r["first_needle_rank"].values()]
     med = float(np.median(ranks))
     return (
-        f"Haystack closeness under sentence-transformers/all-mpnet-base-v2 (from the `sbert` run): for "
+        f"Haystack closeness under {backbone} (from the `{name}` run): for "
         f"{100 * nearest_haystack:.1f}% of "
         f"the queries the nearest candidate is a haystack document; the median rank of the first needle is "
         f"{'beyond 100' if math.isinf(med) else f'{med:.0f}'}."
@@ -73,11 +74,15 @@ def collection_page(
     header: str,
     compare=None,
     all_view_dir: Path | None = None,
+    catalog: Catalog | None = None,
 ) -> str:
     """compare(collection, run a, run b) -> paired results by metric (default: computed here; the leaderboard
-    hands its Board.compare, so the pages and the HTML site share one computation)."""
+    hands its Board.compare, so the pages and the HTML site share one computation). catalog: the systems'
+    metadata (default: the registered systems'), which says which runs are baselines. `names` in run order."""
     from harness.reports.markdown_table import markdown_table
+    from harness.reports.run_identity import backbone_id
 
+    catalog = catalog or registered()
     if compare is None:
 
         def compare(c, a, b):
@@ -86,7 +91,9 @@ def collection_page(
     names = [n for n in names if (collection, n) in runs]
     pooled = {n: pooled_metric(runs[(collection, n)], "success@8") for n in names}
     best = max(names, key=lambda n: (pooled[n], n))
-    base = BASELINE if BASELINE in names else None
+    baselines = catalog.baselines(runs, collection, names)
+    base = baselines[0] if baselines else None
+    against = base or "the baseline"
     tests = page_tests(names, best, base, lambda a, b: compare(collection, a, b)["success@8"])
     columns = metric_table.headline()
     rows = []
@@ -117,21 +124,23 @@ def collection_page(
             "S@8 pooled",
             "S@8 author-macro",
             f"S@8 vs best ({best})",
-            f"S@8 vs {BASELINE}",
+            f"S@8 vs {against}",
         ],
         disable_numparse=True,
     )
-    notes = [note] if (note := split_settings_note(collection, runs, names, splits_dir)) else []
-    if "bm25" in names and "char-ngram" in names:
-        a, b = runs[(collection, "char-ngram")], runs[(collection, "bm25")]
-        need, sd, have = needed_authors(a, b, splits_dir)
+    notes = [note] if (note := split_settings_note(collection, runs, names, splits_dir, base)) else []
+    if len(baselines) >= 2:  # the power to tell the first two baselines apart
+        first, second = baselines[:2]
+        need, sd, have = needed_authors(runs[(collection, second)], runs[(collection, first)], splits_dir)
         notes.append(
-            f"Power: the per-author sd of the Success@8 difference char-ngram − bm25 is {sd:.3f}; detecting a "
+            f"Power: the per-author sd of the Success@8 difference {second} − {first} is {sd:.3f}; detecting a "
             f"5-point gap with that spread (alpha 0.05, power 0.8) needs about {need} independent query "
             f"authors; these runs have {have} (the seeds share their authors)."
         )
-    if "sbert" in names:
-        notes.append(sbert_closeness(runs[(collection, "sbert")]))
+    embedders = catalog.with_capability("reference-embedder")
+    if probe := next((n for n in names if runs[(collection, n)][0]["system"] in embedders), None):
+        res = runs[(collection, probe)]
+        notes.append(haystack_closeness(probe, res, backbone_id(res[0], catalog)))
     return (
         f"{header}# {collection}: runs and paired significance\n\n"
         "Mean ± sd over seeds, in percent; `S@8 pooled` is over all queries of all seeds, `S@8 author-macro` "
@@ -139,9 +148,9 @@ def collection_page(
         "Success@8 points, this row minus the other, with the 95% interval that inverts the test and the "
         f"p-value of the {TEST_NAME}: queries paired by seed and id, one cluster per query author across all "
         f"seeds; p is {HOW_P}. Holm: the p adjusted over this table's tests. Marks: "
-        f"`*` differs from the best row, `†` from {BASELINE} (p < {ALPHA}); `{HOLM_MARK}` after a mark: still "
+        f"`*` differs from the best row, `†` from {against} (p < {ALPHA}); `{HOLM_MARK}` after a mark: still "
         f"below {ALPHA} after Holm's adjustment.\n\n{table}\n\n{tests.summary()}\n\n"
         + "".join(f"{n}\n\n" for n in notes)
-        + rule_views_section(runs, names, collection, splits_dir, all_view_dir)
+        + rule_views_section(runs, names, collection, splits_dir, all_view_dir, catalog)
         + surface_topics_section(runs, names, collection, splits_dir)
     )

@@ -27,7 +27,6 @@ from harness.reports.html_shell import page
 from harness.reports.page_tests import HOLM_MARK, marks, page_tests
 from harness.reports.run_identity import RunIdentity
 
-BASELINE = "bm25"
 ALPHA = 0.05
 # What the harness writes in a site folder: index.html, the marker and the run pages under runs/.
 # Everything else there (a .git, a CNAME, the user's own files) is the user's and is kept.
@@ -123,14 +122,21 @@ def identities(board: Board) -> dict[tuple[str, str], RunIdentity]:
     from harness.reports.run_identity import load_before_decontamination, load_training_sources, run_identity
 
     before, sources = load_before_decontamination(board.record), load_training_sources(board.record)
-    return {key: run_identity(key[1], res[0], before, sources) for key, res in board.runs.items()}
+    return {key: run_identity(key[1], res[0], before, sources, board.catalog) for key, res in board.runs.items()}
+
+
+def baseline_name(board: Board) -> str:
+    """The baseline the index's note names: the first baseline run in run order ("the baseline" when none)."""
+    system = {n: res[0]["system"] for (_, n), res in board.runs.items()}
+    return next((n for n in board.order if board.catalog.is_baseline(system[n])), "the baseline")
 
 
 def collection_table(board: Board, collection: str, identity: dict[tuple[str, str], RunIdentity]) -> str:
     names = board.names(collection)
     pooled = {n: pooled_metric(board.runs[(collection, n)], "success@8") for n in names}
     best = max(names, key=lambda n: (pooled[n], n))
-    base = BASELINE if BASELINE in names else None
+    base = board.baseline(collection)
+    against = base or "the baseline"
     tests = page_tests(names, best, base, lambda a, b: board.compare(collection, a, b)["success@8"])
     heads = [_head("run"), _head("system"), _head("seeds", numeric=True, title="number of split seeds")]
     columns = metric_table.headline()
@@ -148,11 +154,11 @@ def collection_table(board: Board, collection: str, identity: dict[tuple[str, st
         ),
         _head(
             "marks",
-            title=f"* differs from the best row, † from {BASELINE} (p < {ALPHA}); "
+            title=f"* differs from the best row, † from {against} (p < {ALPHA}); "
             f"{HOLM_MARK} after a mark: below {ALPHA} after Holm's adjustment over the table",
         ),
         _head("vs best", numeric=True, title=f"Success@8 points, this row minus the best row ({best})"),
-        _head(f"vs {BASELINE}", numeric=True, title=f"Success@8 points, this row minus {BASELINE}"),
+        _head(f"vs {against}", numeric=True, title=f"Success@8 points, this row minus {against}"),
         _head("differs from the paper", title="the recipe items where this run differs from the paper's"),
     ]
     rows = []
@@ -211,7 +217,7 @@ def index_page(board: Board, figures: dict[str, bytes], identity: dict[tuple[str
         "randomization test and that test's p (exact, or sampled with ± its Monte Carlo SE), and the p adjusted by "
         "Holm over the collection's table. Author-macro Success@8: each query author's mean over their queries "
         f'in all seeds, then the mean over authors. Marks (p &lt; {ALPHA}): <span class="mark">*</span> differs '
-        f'from the best row, <span class="mark">†</span> from {BASELINE}; {HOLM_MARK} after a mark: still below '
+        f'from the best row, <span class="mark">†</span> from {escape(baseline_name(board))}; {HOLM_MARK} after a mark: still below '
         f'{ALPHA} after Holm\'s adjustment. "Differs from the paper" lists the recipe items where a run '
         "differs from the paper's recipe for its system.</p>"
     )

@@ -248,7 +248,8 @@ def plot_files(board: Board) -> dict[str, list[str]]:
     from harness.reports.plots import split_series
 
     return {
-        c: [f"success-at-k-{c}.png"] + ([f"success-at-k-{c}-more.png"] if split_series(board.runs, c)[1] else [])
+        c: [f"success-at-k-{c}.png"]
+        + ([f"success-at-k-{c}-more.png"] if split_series(board.runs, c, catalog=board.catalog)[1] else [])
         for c in board.collections
     }
 
@@ -321,7 +322,7 @@ def identity_section(board: Board, names: list[str]) -> str:
     if not names:
         return ""
     before, sources = load_before_decontamination(board.record), load_training_sources(board.record)
-    return f"\n## What each run is\n\n{identity_table(board.runs, names, before, sources)}"
+    return f"\n## What each run is\n\n{identity_table(board.runs, names, before, sources, board.catalog)}"
 
 
 def genre_page(board: Board) -> str:
@@ -372,7 +373,7 @@ def rerank_page(board: Board) -> str:
     return (
         f"{board.head}# Reranking (the layout of the paper's Table 2)\n\nEach reranker rescored "
         "the first stage's saved top 100 per query. Success@100 is the first stage's by construction "
-        f"(the same 100 candidates, reordered); it is shown, not re-estimated. {reranker_backbones(runs)}"
+        f"(the same 100 candidates, reordered); it is shown, not re-estimated. {reranker_backbones(runs, board.catalog)}"
         f"{notes}Mean ± sd over seeds, in percent.\n\n{rerank_tables(runs, plugins.describe_run, rerank_marks)}"
         f"{footnotes(f for m in rerank_marks.values() for f in m)}{identity_section(board, shown)}"
     )
@@ -423,6 +424,7 @@ def collection_pages(board: Board) -> dict[str, str]:
             board.head,
             compare=board.compare,
             all_view_dir=board.manifests_for(f"{c}-all"),
+            catalog=board.catalog,
         )
         + stale_section(board, c)
         for c in board.collections
@@ -447,7 +449,7 @@ def draw_figures(board: Board) -> dict[str, bytes]:
             plot_losses(board.logs, Path(tmp) / "training-loss.png")
             drawn.append(Path(tmp) / "training-loss.png")
         for c in board.collections:
-            drawn += plot_collection(board.runs, c, Path(tmp))
+            drawn += plot_collection(board.runs, c, Path(tmp), catalog=board.catalog)
         return {path.name: path.read_bytes() for path in drawn}
 
 

@@ -3,8 +3,8 @@
 - at most `MAX_SERIES` (8) curves in one panel: the collection's figure shows the baselines and the
   best run of each system; `success-at-k-<collection>-more.png` shows every other run, in panels of
   the baselines plus up to six runs, grouped by system;
-- within a panel every curve has its own colour *and* marker; the baselines are dashed and keep one
-  grey style everywhere;
+- within a panel every curve has its own colour *and* marker; the baselines (the runs of systems whose
+  metadata role is baseline) are dashed and keep the grey style their plugin declares, everywhere;
 - the legend sits outside the axes, to the right; titles are never cut (the saved image is fitted
   to everything drawn);
 - the axis is in percent; each curve carries a 95% bootstrap band over the seeds' pooled queries.
@@ -18,11 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from harness.atomic import atomic_open
+from harness.reports.system_catalog import Catalog, registered
 
-BASELINES = ("bm25", "char-ngram")
 MAX_SERIES = 8
 DEFAULT_CAP = MAX_SERIES
-BASELINE_STYLE = {"bm25": ("#222222", "o"), "char-ngram": ("#8c8c8c", "s")}
 # tab10 without its grey (kept for the baselines): eight colours a panel can tell apart.
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 MARKERS = ("^", "D", "v", "P", "X", "<", ">", "h")
@@ -62,8 +61,11 @@ def _system(runs: dict, collection: str, name: str) -> str:
     return runs[(collection, name)][0]["system"]
 
 
-def plan_panels(runs: dict, collection: str, cap: int = MAX_SERIES) -> tuple[list[str], list[list[str]]]:
-    """(the main panel's runs, the further panels' runs).
+def plan_panels(
+    runs: dict, collection: str, cap: int = MAX_SERIES, *, catalog: Catalog | None = None
+) -> tuple[list[str], list[list[str]]]:
+    """(the main panel's runs, the further panels' runs); catalog: the systems' metadata (default: the
+    registered systems'), which says which runs are baselines.
 
     Main: the baselines and the best run of each other system by mean Success@8 (the best systems
     when there are more than fit). Further panels: every run not in the main one, ordered by system
@@ -72,7 +74,7 @@ def plan_panels(runs: dict, collection: str, cap: int = MAX_SERIES) -> tuple[lis
     names = sorted(n for c, n in runs if c == collection)
     if len(names) <= cap:  # all fit in one panel
         return sorted(names, key=lambda n: (-_s8(runs, collection, n), n)), []
-    base = [n for n in names if _system(runs, collection, n) in BASELINES]
+    base = (catalog or registered()).baselines(runs, collection, names)
     room = max(cap - len(base), 1)
     ranked = sorted((n for n in names if n not in base), key=lambda n: (-_s8(runs, collection, n), n))
     best_of: dict[str, str] = {}
@@ -88,19 +90,21 @@ def plan_panels(runs: dict, collection: str, cap: int = MAX_SERIES) -> tuple[lis
     return main, panels
 
 
-def split_series(runs: dict, collection: str, cap: int = MAX_SERIES) -> tuple[list[str], list[str]]:
+def split_series(
+    runs: dict, collection: str, cap: int = MAX_SERIES, *, catalog: Catalog | None = None
+) -> tuple[list[str], list[str]]:
     """(runs of the main figure, runs only in the `-more` figure)."""
-    main, panels = plan_panels(runs, collection, cap)
+    main, panels = plan_panels(runs, collection, cap, catalog=catalog)
     return main, [n for p in panels for n in p if n not in main]
 
 
-def _style(runs: dict, collection: str, names: list[str]) -> dict[str, tuple[str, str, str]]:
+def _style(runs: dict, collection: str, names: list[str], catalog: Catalog) -> dict[str, tuple[str, str, str]]:
     """name -> (colour, marker, line style): baselines grey and dashed, the others in panel order."""
     out, i = {}, 0
     for n in names:
         system = _system(runs, collection, n)
-        if system in BASELINES:
-            colour, marker = BASELINE_STYLE[system]
+        if catalog.is_baseline(system):
+            colour, marker = catalog.plot_style(system)
             out[n] = (colour, marker, "--")
         else:
             out[n] = (COLOURS[i % len(COLOURS)], MARKERS[i % len(MARKERS)], "-")
@@ -108,10 +112,10 @@ def _style(runs: dict, collection: str, names: list[str]) -> dict[str, tuple[str
     return out
 
 
-def _draw_panel(ax, runs: dict, collection: str, names: list[str], title: str) -> dict:
+def _draw_panel(ax, runs: dict, collection: str, names: list[str], title: str, catalog: Catalog) -> dict:
     import matplotlib.ticker
 
-    styles = _style(runs, collection, names)
+    styles = _style(runs, collection, names, catalog)
     mark = [k - 1 for k in MARK_AT]
     for name in names:
         res = runs[(collection, name)]
@@ -171,7 +175,14 @@ def save_png(fig, path: Path) -> None:
         image.save(f, format="PNG", optimize=True)
 
 
-def draw_panels(runs: dict, collection: str, panels: list[tuple[str, list[str]]], path: Path) -> list[dict]:
+def draw_panels(
+    runs: dict,
+    collection: str,
+    panels: list[tuple[str, list[str]]],
+    path: Path,
+    *,
+    catalog: Catalog | None = None,
+) -> list[dict]:
     """One figure of stacked panels, (title, runs) each; returns what each panel drew (for tests):
     names, (colour, marker, line style) per curve, title, and whether its legend is outside the axes."""
     import matplotlib
@@ -180,7 +191,8 @@ def draw_panels(runs: dict, collection: str, panels: list[tuple[str, list[str]]]
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(len(panels), 1, figsize=(8.5 + LEGEND_WIDTH_IN, 4.3 * len(panels)), dpi=100, squeeze=False)
-    drawn = [_draw_panel(ax, runs, collection, names, title) for ax, (title, names) in zip(axes[:, 0], panels)]
+    catalog = catalog or registered()
+    drawn = [_draw_panel(ax, runs, collection, names, title, catalog) for ax, (title, names) in zip(axes[:, 0], panels)]
     fig.text(0.0, 0.0, "bands: 95% bootstrap over the seeds' queries", fontsize=7, color="0.35")
     fig.tight_layout(rect=(0, 0.02, 1, 1))  # makes room for the legends outside the axes too
     fig.canvas.draw()
@@ -192,10 +204,13 @@ def draw_panels(runs: dict, collection: str, panels: list[tuple[str, list[str]]]
     return drawn
 
 
-def plot_collection(runs: dict, collection: str, out_dir: Path, cap: int = MAX_SERIES) -> list[Path]:
+def plot_collection(
+    runs: dict, collection: str, out_dir: Path, cap: int = MAX_SERIES, *, catalog: Catalog | None = None
+) -> list[Path]:
     """The collection's figure (baselines and each system's best run) and, when other runs exist, the
     `-more` figure with all of them in panels."""
-    main, panels = plan_panels(runs, collection, cap)
+    catalog = catalog or registered()
+    main, panels = plan_panels(runs, collection, cap, catalog=catalog)
     total = sum(1 for c, _ in runs if c == collection)
     paths = [Path(out_dir) / f"success-at-k-{collection}.png"]
     head = (
@@ -203,16 +218,16 @@ def plot_collection(runs: dict, collection: str, out_dir: Path, cap: int = MAX_S
         if panels
         else f"Success@k on {collection}: all {total} runs"
     )
-    draw_panels(runs, collection, [(head, main)], paths[0])
+    draw_panels(runs, collection, [(head, main)], paths[0], catalog=catalog)
     if panels:
         paths.append(Path(out_dir) / f"success-at-k-{collection}-more.png")
         titled = []
         for i, names in enumerate(panels, 1):
-            systems = sorted({_system(runs, collection, n) for n in names} - set(BASELINES))
+            systems = sorted({s for n in names if not catalog.is_baseline(s := _system(runs, collection, n))})
             title = (
                 f"Success@k on {collection}, other runs ({i} of {len(panels)}): {', '.join(systems)} "
                 "(baselines repeated)"
             )
             titled.append((title, names))
-        draw_panels(runs, collection, titled, paths[1])
+        draw_panels(runs, collection, titled, paths[1], catalog=catalog)
     return paths

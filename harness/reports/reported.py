@@ -82,27 +82,27 @@ RECIPES = [
     "gradient accumulation 10, 10% of the retriever's training authors; about 60 hours on 4 × RTX A6000.",
 ]
 
-# The recipes above as values, per system of this harness, for the "differs from the paper" cells
-# (harness.reports.run_identity). Global batch = the per-GPU batch times the paper's 4 GPUs, in
-# authors (retrievers) or queries (reranker); None: the paper does not state it.
+# The recipes above as values, by the paper's name for each; a system says which it follows
+# (SystemMeta.recipe) and the "differs from the paper" cells (harness.reports.run_identity) compare its runs
+# with it. Global batch = the per-GPU batch times the paper's 4 GPUs, in authors (retrievers) or queries
+# (reranker); a key left out: the paper does not state it.
 PAPER_TRAINING_AUTHORS = 197_559
 PAPER_TRAINING_SOURCES = 8  # news, books, Reddit, book reviews, Amazon reviews, newsgroups, Wikipedia talk, PubMed
 
 PAPER_RECIPES: dict[str, dict] = {
-    # settings: the system's inference settings and where they come from, when the paper does not state them
-    "bm25": {"trained": False, "settings": ("k1", "b")},
-    "sbert": {
+    "BM25": {"trained": False},
+    "SBERT": {
         "trained": False,
         "backbone": "all-mpnet-base-v2, 0.1B",
         "backbone_ids": ("sentence-transformers/all-mpnet-base-v2",),
     },
-    "luar": {
+    "LUAR": {
         "trained": True,
         "backbone": "RoBERTa-base, 0.1B",
         "training_sources": PAPER_TRAINING_SOURCES,
         "recipe_stated": False,
     },
-    "sadiri": {
+    "SADIRI": {
         "trained": True,
         "backbone": "RoBERTa-large, 0.3B",
         "lr": 1e-5,
@@ -114,7 +114,7 @@ PAPER_RECIPES: dict[str, dict] = {
         "training_sources": PAPER_TRAINING_SOURCES,
         "per_gpu": (74, 4),
     },
-    "sadiri-v2-retriever": {
+    "SADIRI-v2 retriever": {
         "trained": True,
         "backbone": "Qwen3 0.6B–8B or Mistral-Nemo 12B",
         "similarity": "dot",
@@ -128,9 +128,10 @@ PAPER_RECIPES: dict[str, dict] = {
         "per_gpu": (16, 4),
         "backbone_variant": "base, dense weights",
     },
-    "sadiri-v2-reranker": {
+    "SADIRI-v2 reranker": {
         "trained": True,
         "backbone": "Mistral-Nemo-Base-2407, 12B",
+        "backbone_full_id": "mistralai/Mistral-Nemo-Base-2407",
         "lr": 1e-4,
         "global_batch": 1 * 4,
         "grad_accumulation": 10,

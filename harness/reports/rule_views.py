@@ -12,7 +12,7 @@ third, the -all runs on the queries the rule removes, and BM25 at other threshol
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from harness.errors import DataError
 from harness.evaluation.manifests import manifest_path, read_manifest
 from harness.evaluation.split import Split
 from harness.reports.significance import pooled_success_at_8
+from harness.reports.system_catalog import Catalog, registered
 
 ALL_VIEW = "-all"
 CALIBRATION = "calibrated on BM25 (adversarial to lexical systems)"
@@ -180,8 +181,9 @@ def strata_table(runs: dict, names: list[str], v: Views, *, view: str) -> str:
     return markdown_table(rows, headers=["run", *heads], disable_numparse=True)
 
 
-def threshold_table(runs: dict, v: Views, systems=("bm25", "char-ngram")) -> str:
-    """Success@8 of the -all runs on the queries below each threshold: the rule applied afterwards."""
+def threshold_table(runs: dict, v: Views, systems: Sequence[str]) -> str:
+    """Success@8 of the -all runs named `systems` (the baselines' runs) on the queries below each
+    threshold: the rule applied afterwards."""
     from harness.reports.markdown_table import markdown_table
 
     shown = sorted(set(THRESHOLDS_SHOWN) | {v.threshold})
@@ -209,8 +211,10 @@ def rule_views_section(
     collection: str,
     rule_dir: Path | None,
     all_dir: Path | None,
+    catalog: Catalog | None = None,
 ) -> str:
-    """The collection page's section on the two views ("" when the -all view has no runs)."""
+    """The collection page's section on the two views ("" when the -all view has no runs); the threshold
+    table shows the baselines' runs (catalog: the systems' metadata, default the registered systems')."""
     all_names = [n for n in names if (collection + ALL_VIEW, n) in runs]
     if not all_names:
         return ""
@@ -234,5 +238,5 @@ def rule_views_section(
         f"{strata_table(runs, names, v, view='rule')}\n\n"
         "### How the threshold was chosen\n\nThe -all runs scored on the queries below each threshold (the rule "
         "applied afterwards; Success@8 in percent). The rule's threshold is the largest at which BM25 stays near "
-        f"2%.\n\n{threshold_table(runs, v)}\n\n"
+        f"2%.\n\n{threshold_table(runs, v, (catalog or registered()).baselines(runs, collection, names))}\n\n"
     )

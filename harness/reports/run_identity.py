@@ -1,16 +1,17 @@
 """What each run is: its backbone by full id with its quantization, its size, whether it was trained
 here and on what, and how its recipe differs from the paper's.
 
-Everything comes from the run's recorded config and model card, except two facts no result
-records, kept here with their source:
-- BACKBONES: parameter counts (the models' own cards) and the quantization of the GGUF files
-  the runs loaded (the GGUF headers of the files whose fingerprints the runs recorded; a GGUF
-  backbone is dequantized on load to the run's compute dtype and LoRA trains on top, QLoRA-style);
+Everything comes from the run's recorded config and model card, except facts no result records:
+- what its system declares (SystemSpec.meta, read through harness.reports.system_catalog): whether it
+  has a model at all, its default backbone, the parameter counts (the models' own cards) and the
+  quantization of the GGUF files the runs loaded (the GGUF headers of the files whose fingerprints the
+  runs recorded; a GGUF backbone is dequantized on load to the run's compute dtype and LoRA trains on
+  top, QLoRA-style), and the paper recipe it follows (harness.reports.reported.PAPER_RECIPES);
 - training data made before the corpora's decontamination: the sha256 prefixes listed in
   `<record>/training/decontamination.json`, read by `load_before_decontamination`.
 
 `differs_from_paper(result)` is the generated "differs from the paper" cell; the HTML site uses
-the same function.
+the same function. Each function takes the catalog the pages read (default: the registered systems').
 """
 
 from __future__ import annotations
@@ -19,47 +20,31 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.reports.reported import PAPER_RECIPES
+from harness.reports.system_catalog import Catalog, registered
 from harness.specs import SUBMITTED
+from harness.system_meta import Backbone
 
 
-@dataclass(frozen=True)
-class Backbone:
-    parameters: float  # in billions
-    quantization: str = ""  # "" for dense weights
-    variant: str = ""  # how the checkpoint was tuned ("code-tuned instruct"), "" for a base or an encoder
-
-
-BACKBONES: dict[str, Backbone] = {
-    "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF": Backbone(1.54, "Q4_K_M GGUF", "code-tuned instruct"),
-    "Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF": Backbone(
-        0.49, "4-bit GGUF, mixed Q4_K/Q5_0/Q6_K/Q8_0 blocks", "code-tuned instruct"
-    ),
-    "HuggingFaceTB/SmolLM2-135M-Instruct": Backbone(0.135, "Q4_1 GGUF", "instruct"),
-    "sentence-transformers/all-mpnet-base-v2": Backbone(0.109),
-    "sentence-transformers/all-MiniLM-L6-v2": Backbone(0.0227),
-}
-NO_MODEL = {"bm25", "char-ngram"}
-# A system's default backbone, for results that record none (sbert records its model as `model`).
-DEFAULT_BACKBONE = {"sbert": "sentence-transformers/all-mpnet-base-v2"}
-
-
-def backbone_id(res: dict) -> str:
+def backbone_id(res: dict, catalog: Catalog | None = None) -> str:
     cfg = res.get("config", {})
-    return str(
-        cfg.get("backbone")
-        or res.get("extra", {}).get("backbone")
-        or cfg.get("model_name")
-        or DEFAULT_BACKBONE.get(res.get("system", ""), "")
-    )
+    recorded = cfg.get("backbone") or res.get("extra", {}).get("backbone") or cfg.get("model_name")
+    if recorded:
+        return str(recorded)
+    return (catalog or registered()).meta(res.get("system", "")).backbone  # the system's default
 
 
-def backbone_label(res: dict) -> str:
+def _facts(res: dict, catalog: Catalog) -> Backbone | None:
+    return catalog.backbone(res.get("system", ""), backbone_id(res, catalog))
+
+
+def backbone_label(res: dict, catalog: Catalog | None = None) -> str:
     """The backbone's full id with its quantization, e.g. `Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF (Q4_K_M GGUF,
     dequantized to bf16)`; "—" for a system without a model."""
-    if res.get("system") in NO_MODEL:
+    catalog = catalog or registered()
+    if not catalog.meta(res.get("system", "")).has_model:
         return "—"
-    ident = backbone_id(res)
-    info = BACKBONES.get(ident)
+    ident = backbone_id(res, catalog)
+    info = _facts(res, catalog)
     if not ident:
         return "not recorded"
     if info is None or not info.quantization:
@@ -68,13 +53,9 @@ def backbone_label(res: dict) -> str:
     return f"{ident} ({info.quantization}, dequantized to {dtype})"
 
 
-def _size(billions: float) -> str:
-    return f"{billions:.2f}B" if billions >= 1 else f"{1000 * billions:.0f}M" if billions < 0.2 else f"{billions:.2f}B"
-
-
-def parameters(res: dict) -> str:
-    info = BACKBONES.get(backbone_id(res))
-    return _size(info.parameters) if info else "—"
+def parameters(res: dict, catalog: Catalog | None = None) -> str:
+    info = _facts(res, catalog or registered())
+    return info.parameters if info and info.parameters else "—"
 
 
 def model_card(res: dict) -> dict:
@@ -131,22 +112,23 @@ def _fmt(x) -> str:
     return str(x)
 
 
-def differs_from_paper(res: dict, sources: dict[str, list[str]] | None = None) -> str:
-    """The recipe items where this run differs from the paper's recipe for its system; "—" when none
-    differ, "not in the paper" for a system the paper does not run. sources: sha256 prefix of a
+def differs_from_paper(res: dict, sources: dict[str, list[str]] | None = None, catalog: Catalog | None = None) -> str:
+    """The recipe items where this run differs from the paper's recipe its system follows (SystemMeta.recipe);
+    "—" when none differ, "not in the paper" for a system that follows none. sources: sha256 prefix of a
     training set -> the sources it was drawn from (load_training_sources)."""
-    system = res.get("system", "")
-    paper = PAPER_RECIPES.get(system)
+    catalog = catalog or registered()
+    meta = catalog.meta(res.get("system", ""))
+    paper = PAPER_RECIPES.get(meta.recipe)
     if paper is None:
         return "not in the paper"
     cfg = res.get("config", {})
     out = []
-    for key in paper.get("settings", ()):
+    for key in meta.own_settings:
         if key in cfg:
             out.append(f"{key} {_fmt(cfg[key])} (paper: not stated; this harness's setting)")
-    size = BACKBONES.get(backbone_id(res))
-    if paper.get("backbone") and backbone_id(res) not in paper.get("backbone_ids", ()):
-        here = _size(size.parameters) if size else "another"
+    size = _facts(res, catalog)
+    if paper.get("backbone") and backbone_id(res, catalog) not in paper.get("backbone_ids", ()):
+        here = size.parameters if size and size.parameters else "another"
         out.append(f"backbone {here} (paper: {paper['backbone']})")
     if paper.get("backbone_variant") and size and (size.variant or size.quantization):
         kind = ", ".join(x for x in (size.variant, size.quantization) if x)
@@ -251,11 +233,16 @@ def submitted_by(res: dict) -> str:
 
 
 def run_identity(
-    name: str, res: dict, before: dict[str, str], sources: dict[str, list[str]] | None = None
+    name: str,
+    res: dict,
+    before: dict[str, str],
+    sources: dict[str, list[str]] | None = None,
+    catalog: Catalog | None = None,
 ) -> RunIdentity:
     if res.get("system") == SUBMITTED:  # no code ran here: the submission says what it is
         return RunIdentity(name, "—", "—", submitted_by(res), "—", "not in the paper")
-    if res.get("system") in NO_MODEL:
+    catalog = catalog or registered()
+    if not catalog.meta(res.get("system", "")).has_model:
         origin = "no model"
     elif res.get("config", {}).get("first_stage"):
         origin = f"trained here (reranks {res['config']['first_stage']})"
@@ -263,27 +250,32 @@ def run_identity(
         origin = "trained here" if trained_here(res) else "pretrained, not trained here"
     return RunIdentity(
         name,
-        backbone_label(res),
-        parameters(res),
+        backbone_label(res, catalog),
+        parameters(res, catalog),
         origin,
         training_data(res, before),
-        differs_from_paper(res, sources),
+        differs_from_paper(res, sources, catalog),
     )
 
 
 def identity_table(
-    runs: dict, names: list[str], before: dict[str, str], sources: dict[str, list[str]] | None = None
+    runs: dict,
+    names: list[str],
+    before: dict[str, str],
+    sources: dict[str, list[str]] | None = None,
+    catalog: Catalog | None = None,
 ) -> str:
     """The "What each run is" table: one row per run name (its first collection's first seed)."""
     from harness.reports.markdown_table import markdown_table
 
+    catalog = catalog or registered()
     first: dict[str, dict] = {}
     for (_, name), res in sorted(runs.items()):
         first.setdefault(name, res[0])
     rows = []
     for name in names:
         if name in first:
-            i = run_identity(name, first[name], before, sources)
+            i = run_identity(name, first[name], before, sources, catalog)
             rows.append([i.run, i.backbone, i.parameters, i.origin, i.training_data, i.differs])
     table = markdown_table(
         rows,
@@ -308,13 +300,20 @@ def identity_table(
     return table + note + "\n"
 
 
-def reranker_backbones(runs: dict) -> str:
-    """One sentence naming the backbones the reranker runs used, beside the paper's."""
-    ids = sorted({backbone_label(res[0]) for res in runs.values() if res[0].get("config", {}).get("first_stage")})
+def reranker_backbones(runs: dict, catalog: Catalog | None = None) -> str:
+    """One sentence naming the backbones the reranker runs used, beside those of the paper's recipes their
+    systems follow."""
+    catalog = catalog or registered()
+    firsts = [res[0] for res in runs.values() if res[0].get("config", {}).get("first_stage")]
+    ids = sorted({backbone_label(res, catalog) for res in firsts})
     if not ids:
         return ""
-    paper = PAPER_RECIPES["sadiri-v2-reranker"]["backbone"]
-    return (
-        f"Reranker backbone here: {'; '.join(f'`{i}`' for i in ids)}. The paper's reranker: {paper} "
-        "(mistralai/Mistral-Nemo-Base-2407). "
+    recipes = sorted({catalog.meta(res.get("system", "")).recipe for res in firsts} & PAPER_RECIPES.keys())
+    papers = [PAPER_RECIPES[r] for r in recipes if PAPER_RECIPES[r].get("backbone")]
+    paper = "".join(
+        f"The paper's reranker: {p['backbone']}"
+        + (f" ({p['backbone_full_id']})" if p.get("backbone_full_id") else "")
+        + ". "
+        for p in papers
     )
+    return f"Reranker backbone here: {'; '.join(f'`{i}`' for i in ids)}. {paper}"

@@ -1,6 +1,6 @@
 """A collection page's line on how its splits were built, read from the manifests the runs were made on:
 the settings (author fraction, pool, the cap on documents per (author, genre)), the queries per seed, the
-largest author's share of them, and BM25's seed-to-seed spread beside them."""
+largest author's share of them, and the baseline's seed-to-seed spread beside them."""
 
 from __future__ import annotations
 
@@ -18,11 +18,14 @@ def _per_seed(values: list, seeds: list[int]) -> str:
     return ", ".join(f"{v} ({s})" for v, s in zip(values, seeds))
 
 
-def split_settings_note(collection: str, runs: dict, names: list[str], splits_dir: Path | None) -> str:
-    """The line, or "" when the manifests are not the harness's builder's (shipped splits) or not found."""
+def split_settings_note(
+    collection: str, runs: dict, names: list[str], splits_dir: Path | None, baseline: str | None = None
+) -> str:
+    """The line, or "" when the manifests are not the harness's builder's (shipped splits) or not found.
+    baseline: the run whose seeds and spread it shows (None: the first of `names`)."""
     if splits_dir is None or not names:
         return ""
-    baseline = "bm25" if "bm25" in names else names[0]
+    baseline = baseline or names[0]
     results = runs[(collection, baseline)]
     seeds = [r["seed"] for r in results]
     paths = [manifest_path(splits_dir, collection, s) for s in seeds]

@@ -26,6 +26,18 @@ def build_system(registry: Registry, name: str, overrides: Mapping[str, Any] | N
     return BuiltSystem(spec, config, load_object(spec.factory)(config))
 
 
+def reference_embedder(registry: Registry, *, required: bool = True) -> str:
+    """The system curation embeds with: the registered one that declares the reference-embedder capability
+    (several: the first by name). None registered: an error when required, else ""."""
+    names = sorted(n for n, s in registry.systems.items() if "reference-embedder" in s.capabilities)
+    if not names and required:
+        raise HarnessError(
+            "no registered system declares the reference-embedder capability, and curation embeds with one; "
+            "register one, or give the pairs of an earlier curation (--pairs)"
+        )
+    return names[0] if names else ""
+
+
 def text_embedder(
     registry: Registry, name: str, overrides: Mapping[str, Any] | None = None
 ) -> Callable[[list[str]], np.ndarray]:

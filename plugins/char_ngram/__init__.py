@@ -13,5 +13,6 @@ def register_systems(register):
             factory="plugins.char_ngram.system:CharNgramSystem",
             config="plugins.char_ngram.config:CharNgramConfig",
             description="TF-IDF over character n-grams (case kept, sublinear tf), cosine similarity",
+            meta={"role": "baseline", "has_model": False, "plot_style": ("#8c8c8c", "s")},  # not in the paper
         )
     )

@@ -15,5 +15,9 @@ def register_systems(register):
             description="LUAR (Rivera-Soto et al. 2021): released MUD/CRUD checkpoints by hub id, or trained with SupCon",
             capabilities=("encode", "train"),
             trainer="plugins.luar.system:train",
+            meta={
+                "recipe": "LUAR",
+                "backbones": {"sentence-transformers/all-mpnet-base-v2": {"parameters": "109M"}},  # this harness's runs
+            },
         )
     )

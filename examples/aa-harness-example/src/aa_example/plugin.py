@@ -18,6 +18,9 @@ def register_systems(register):
             config="aa_example.config:FunctionWordConfig",
             description="relative frequencies of common function words, standardised; cosine (example plugin)",
             capabilities=("encode",),  # it only encodes: the harness ranks by inner product
+            # What it is, for the report pages: a stylometric baseline with no learned model, drawn dashed
+            # in this grey; it follows none of the paper's recipes, so its rows say "not in the paper".
+            meta={"role": "baseline", "has_model": False, "plot_style": ("#6b6b6b", "D")},
         )
     )
 
