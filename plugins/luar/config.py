@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.neural.recipe import ContrastiveRecipe, ContrastiveTraining, TrainedModel
+from harness.api import ContrastiveRecipe, ContrastiveTraining, TrainedModel
 
 
 @dataclass(frozen=True)

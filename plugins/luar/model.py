@@ -7,8 +7,7 @@ from typing import Sequence
 
 import torch
 
-from harness.neural.encoder import TextEncoder, checkpoint_backbone
-from harness.neural.pooling import mean_pool
+from harness.api import TextEncoder, checkpoint_backbone, mean_pool
 
 
 class LUAR(TextEncoder):

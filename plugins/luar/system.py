@@ -5,10 +5,16 @@ from pathlib import Path
 
 import torch
 
-from harness.api import HarnessError, atomic_write_text
-from harness.neural.hf import load_backbone, load_tokenizer
-from harness.neural.models import resolve_model, weights_fingerprint
-from harness.neural.system import EncoderSystem, train_system
+from harness.api import (
+    EncoderSystem,
+    HarnessError,
+    atomic_write_text,
+    load_backbone,
+    load_tokenizer,
+    resolve_model,
+    train_system,
+    weights_fingerprint,
+)
 from plugins.luar.config import LUARConfig
 from plugins.luar.model import LUAR, released_state_dict
 

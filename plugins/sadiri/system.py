@@ -3,11 +3,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.api import atomic_write_text
-from harness.neural.encoder import TokenEncoder
-from harness.neural.hf import load_backbone
-from harness.neural.models import weights_fingerprint
-from harness.neural.system import EncoderSystem, train_system
+from harness.api import EncoderSystem, TokenEncoder, atomic_write_text, load_backbone, train_system, weights_fingerprint
 from plugins.sadiri.config import SADIRIConfig
 
 

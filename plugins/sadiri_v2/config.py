@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from harness.neural.recipe import (
+from harness.api import (
     ContrastiveRecipe,
     ContrastiveTraining,
     Runtime,

@@ -12,12 +12,20 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from harness.api import Document, HarnessError, atomic_write_text
-from harness.neural.device import autocast, device_label, pick_device
-from harness.neural.encoder import TokenEncoder, checkpoint_backbone, embed_features
-from harness.neural.fast.enable import enable_fast_path
-from harness.neural.hf import load_backbone
-from harness.neural.models import weights_fingerprint
+from harness.api import (
+    Document,
+    HarnessError,
+    TokenEncoder,
+    atomic_write_text,
+    autocast,
+    checkpoint_backbone,
+    device_label,
+    embed_features,
+    enable_fast_path,
+    load_backbone,
+    pick_device,
+    weights_fingerprint,
+)
 from plugins.sadiri_v2.config import RerankerConfig, parse_strategy
 from plugins.sadiri_v2.retriever import _dtype, lora_config
 
@@ -160,7 +168,7 @@ class RerankerSystem:
         return self._rerank_pairs(queries, candidate_lists)
 
     def _score_query(self, prefix: list[int], continuations: list[list[int]]) -> np.ndarray:
-        from harness.neural.oom import retry_on_oom
+        from harness.api import retry_on_oom
 
         # Out of GPU memory: halve the token budget and retry (said once).
         return retry_on_oom(
@@ -171,12 +179,12 @@ class RerankerSystem:
 
     def _score_query_at(self, prefix: list[int], continuations: list[list[int]], max_tokens: int) -> np.ndarray:
         if self.model.fused_decoder is not None:
-            from harness.neural.fast.fused_paths import score_fused_continuations
+            from harness.api import score_fused_continuations
 
             return score_fused_continuations(
                 self.model.fused_decoder, self.model.finish, prefix, continuations, self.device, max_tokens=max_tokens
             )
-        from harness.neural.fast.prefix_scoring import score_continuations
+        from harness.api import score_continuations
 
         with autocast(self.device):
             return score_continuations(

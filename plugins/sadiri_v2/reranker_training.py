@@ -13,8 +13,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from harness.api import Document, HarnessError
-from harness.neural.device import autocast
+from harness.api import Document, HarnessError, autocast
 from plugins.sadiri_v2.config import RerankerConfig, parse_strategy
 from plugins.sadiri_v2.negatives import cached_neighbours, draw_negatives
 from plugins.sadiri_v2.reranker import new_for_training, save
@@ -40,7 +39,7 @@ class QueryNegatives:
     unit = "queries"
 
     def __init__(self, documents: Sequence[Document], config: RerankerConfig, embed_batch=None, score_groups=None):
-        from harness.neural.training import default_embed_batch
+        from harness.api import default_embed_batch
 
         self.config = config
         self.embed_batch = embed_batch or default_embed_batch
@@ -66,7 +65,7 @@ class QueryNegatives:
         if self._neighbours is None:
             self._neighbours = np.zeros((len(self.docs), 0), dtype=np.int64)
             if set(parse_strategy(c.strategy)) & {"q", "p"}:
-                from harness.neural.embed_cache import cache_root
+                from harness.api import cache_root
                 from plugins.sbert.embedder import sbert_embedder
 
                 t = time.perf_counter()
@@ -95,7 +94,7 @@ class QueryNegatives:
         return out
 
     def plan_epoch(self, model, epoch: int, device, log) -> list[list]:
-        from harness.neural.distributed import world_size
+        from harness.api import world_size
 
         examples = self.examples(epoch, log)
         random.Random(self.config.seed * 1000 + epoch).shuffle(examples)
@@ -113,9 +112,7 @@ class QueryNegatives:
         return list(scores.split([len(cands) for _, cands in groups]))
 
     def step(self, wrapped, model, shard, sizes, device, amp, scale, last):
-        from harness.neural import distributed as D
-        from harness.neural.losses import candidates_loss
-        from harness.neural.training import StepResult
+        from harness.api import StepResult, candidates_loss, sync_grads
 
         c, total, procs = self.config, sum(sizes), len(sizes)
         micro = c.micro_batch or len(shard)
@@ -125,7 +122,7 @@ class QueryNegatives:
             groups = [
                 model.pair_parts(self.docs[q].fullText, [self.docs[i].fullText for i in cands]) for q, *cands in piece
             ]
-            with D.sync_grads(wrapped, last and k == len(pieces) - 1):
+            with sync_grads(wrapped, last and k == len(pieces) - 1):
                 with autocast(device, amp):
                     scores = self.score_groups(wrapped, model, groups, device)
                 ce = candidates_loss(scores, c.tau)
@@ -153,13 +150,12 @@ def train(
     `fast_training` scores through the shared-prefix step where it can run (one process, the
     fused decoder's families; else the concatenated pairs, said in the log); an explicit
     `embed_batch` hook keeps the concatenated pairs and wins over it, as for the retriever."""
-    from harness.api import config_sections
-    from harness.neural.training import train_loop
+    from harness.api import config_sections, train_loop
 
     torch.manual_seed(config.seed)
     task = QueryNegatives(documents, config, embed_batch)
     if embed_batch is None and config.fast_training:  # the shared-prefix step, else (DDP, other families) pairs
-        from harness.neural.fast.prefix_train import shared_prefix_score_groups
+        from harness.api import shared_prefix_score_groups
 
         task.score_groups = shared_prefix_score_groups(checkpoint=config.grad_checkpointing, fallback=task.score_pairs)
     model = new_for_training(config)

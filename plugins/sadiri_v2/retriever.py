@@ -8,11 +8,16 @@ from pathlib import Path
 
 import torch
 
-from harness.api import HarnessError, atomic_write_text
-from harness.neural.encoder import TokenEncoder, checkpoint_backbone
-from harness.neural.hf import load_backbone
-from harness.neural.models import weights_fingerprint
-from harness.neural.system import EncoderSystem, train_system
+from harness.api import (
+    EncoderSystem,
+    HarnessError,
+    TokenEncoder,
+    atomic_write_text,
+    checkpoint_backbone,
+    load_backbone,
+    train_system,
+    weights_fingerprint,
+)
 from plugins.sadiri_v2.config import LoRASpec, RetrieverConfig
 
 MODEL_JSON = "aa_model.json"
@@ -85,8 +90,7 @@ def fit_centered_unit(model: LLMRetriever, texts: list[str]) -> None:
     """Make `model.projection` map the pooled states of `texts` to vectors of mean norm 1 around 0:
     orthogonal rows, scaled by sqrt(2)/(mean distance of the states from their mean), and a
     bias of -W·mean. Deterministic given the seed and the texts (every DDP rank computes the same)."""
-    from harness.neural.device import pick_device
-    from harness.neural.encoder import embed_features
+    from harness.api import embed_features, pick_device
 
     projection, model.projection = model.projection, None  # pooled states, no projection
     try:
@@ -193,8 +197,7 @@ class RetrieverSystem(EncoderSystem):
 
 def train(config: RetrieverConfig, documents, out_dir: Path, embed_batch=None) -> Path:
     if embed_batch is None and config.fast_training:  # the fused step, else (DDP, other families) the plain one
-        from harness.neural.fast.lora_train import fused_embed_batch
-        from harness.neural.training import default_embed_batch
+        from harness.api import default_embed_batch, fused_embed_batch
 
         embed_batch = fused_embed_batch(checkpoint=config.grad_checkpointing, fallback=default_embed_batch)
     return train_system(

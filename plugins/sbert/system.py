@@ -4,8 +4,7 @@ from typing import Sequence
 
 import numpy as np
 
-from harness.api import Document
-from harness.neural.models import resolve_model, weights_fingerprint
+from harness.api import Document, resolve_model, weights_fingerprint
 from plugins.sbert.config import SBERTConfig
 
 
@@ -29,7 +28,7 @@ class SBERTSystem:
         self.device, self.dtype = device, dtype
         self.cache = None
         if config.cache:
-            from harness.neural.embed_cache import (
+            from harness.api import (
                 EmbeddingCache,
                 default_cache_root,
                 model_key,
@@ -48,7 +47,7 @@ class SBERTSystem:
         )  # the harness shows one bar per phase
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
-        from harness.neural.embed_cache import cached_encode
+        from harness.api import cached_encode
 
         return cached_encode(texts, self.cache, self._encode)
 
