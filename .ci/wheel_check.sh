@@ -17,7 +17,7 @@ rm -rf build harness/_version.py.orig
 wheel="$(ls "$tmp"/dist/aa_harness-*.whl)"
 # Listed into a variable, not piped: under pipefail, `grep -q` leaving early kills unzip with SIGPIPE.
 listing="$(unzip -Z1 "$wheel")"
-grep -qx "harness/record/splits/demo/seed-0.json" <<<"$listing" || { echo "wheel check: the record is not in the wheel"; exit 1; }
+grep -qx "harness/splits/demo/seed-0.json" <<<"$listing" || { echo "wheel check: the record is not in the wheel"; exit 1; }
 
 "$py" -m venv "$tmp/venv"
 "$tmp/venv/bin/pip" install --quiet "$wheel" >"$tmp/pip.log" 2>&1 || { cat "$tmp/pip.log"; exit 1; }

@@ -251,7 +251,7 @@ ALPHA = 0.05
 
 
 def record_dir() -> Path:
-    return next(p for p in (ROOT / "harness" / "record" / "splits", ROOT / "splits") if p.is_dir())
+    return ROOT / "splits"
 
 
 def _verdict(r, holm_p: float | None) -> str:

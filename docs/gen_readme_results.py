@@ -40,7 +40,7 @@ def _import_harness() -> None:
 
 def record_dir() -> Path:
     """The built-in collections' committed split manifests."""
-    return next(p for p in (ROOT / "harness" / "record" / "splits", ROOT / "splits") if p.is_dir())
+    return ROOT / "splits"
 
 
 @cache

@@ -218,7 +218,7 @@ def locations_table() -> str:
                 os.environ[k] = v
     rows = []
     for loc in found:
-        default = "package data `harness/record/splits/`" if loc.path == record else f"`{loc.path}`"
+        default = "package data `harness.splits` (`splits/` in a checkout)" if loc.path == record else f"`{loc.path}`"
         if loc.env == locations.HOME_ENV:
             default = "the per-user data folder (platformdirs)"
         if loc.env == locations.CACHE_ENV:

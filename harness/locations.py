@@ -2,8 +2,8 @@
 environment variable, then a per-user folder (platformdirs).
 
 Nothing is resolved from where the harness is installed except its read-only record (the
-built-in collections' split manifests and topic labels, package data under
-`harness/record/splits/`). `aa-harness where` prints every location as resolved now.
+built-in collections' split manifests and topic labels: the package data `harness.splits`, which
+is the top-level `splits/` of a checkout). `aa-harness where` prints every location as resolved now.
 """
 
 from __future__ import annotations
@@ -41,12 +41,12 @@ CHECKOUT_FOLDERS = (
 def _forbidden(record_ok: bool) -> list[tuple[Path, str]]:
     """(folder, what it is) of the places a folder the harness writes may not be in: the installed
     package (its record included), the folder it is installed in (site-packages) unless that is a
-    checkout, and, unless `record_ok`, a checkout's committed folders."""
+    checkout, a checkout's split manifests, and, unless `record_ok`, all its committed folders."""
     package = Path(__file__).resolve().parent
     parent = package.parent
     if (parent / "pyproject.toml").is_file():  # an editable install: the package lives in a checkout
         if record_ok:  # results may be written into the checkout's record of runs (CONTRIBUTING.md)
-            return [(package, "the harness package")]
+            return [(package, "the harness package"), (parent / "splits", "the checkout's split manifests")]
         return [(parent / name, "the checkout's committed folders") for name in CHECKOUT_FOLDERS]
     return [(package, "the installed harness package"), (parent, "the folder the harness is installed in")]
 
@@ -97,11 +97,15 @@ def built_splits_dir(runs: str | Path) -> Path:
 
 
 def record_splits_dir() -> Path:
-    """The read-only record: built-in collections' manifests and topic labels, shipped as package data."""
+    """The read-only record: built-in collections' manifests and topic labels, shipped as package data
+    (`harness.splits`). A source tree put on PYTHONPATH without being installed (as on a machine that
+    cannot install it) has no `harness.splits` package: its record is the checkout's `splits/`."""
     from importlib.resources import files
 
-    root = files("harness.record").joinpath("splits")
-    return Path(str(root))
+    try:
+        return Path(str(files("harness.splits")))
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parent.parent / "splits"
 
 
 def manifest_dirs(runs: str | Path, splits_dir: str | Path | None = None) -> list[Path]:

@@ -15,7 +15,7 @@ if importlib.util.find_spec("aa_harness_bench") is None:  # the bench distributi
     sys.path.append(str(ROOT / "benchmarks"))
 # The public corpora, found as users find them: through $AA_HARNESS_CORPORA (tests that need them skip without it).
 CORPORA = Path(os.environ["AA_HARNESS_CORPORA"]) if os.environ.get("AA_HARNESS_CORPORA") else None
-RECORD = ROOT / "harness" / "record" / "splits"
+RECORD = ROOT / "splits"
 
 # The tests never write into the user's per-user folders: their home is a fresh temporary
 # folder; the development cache (model copies, embeddings) is the checkout's.

@@ -62,11 +62,11 @@ def test_the_committed_registry_names_the_seed_fix():
 
 def test_the_runs_moved_out_still_verify_on_the_manifests_they_were_made_on():
     """pan19-en's bm25 and char-ngram made before the cap: moved to leaderboards/stale/, checked against the
-    kept manifests (harness/record/splits/pan19-en-v2-uncapped), which tests/test_splits.py rebuilds."""
+    kept manifests (splits/pan19-en-v2-uncapped), which tests/test_splits.py rebuilds."""
     from harness.runs.verified import verified_results
 
     moved = ROOT / "leaderboards" / "stale" / "pan19-en-v2-uncapped"
     runs = {("pan19-en", r): "pan19-en-v2-uncapped" for r in ("bm25", "char-ngram")}
-    found = verified_results(moved, ROOT / "harness" / "record" / "splits", manifests_of=runs)
+    found = verified_results(moved, ROOT / "splits", manifests_of=runs)
     assert sorted(found) == sorted(runs)
     assert all([res["seed"] for _, res in v] == [0, 1001, 2001, 3001] for v in found.values())

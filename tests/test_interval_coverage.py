@@ -35,7 +35,7 @@ def committed_cluster_sums(collection: str, a: str = "char-ngram", b: str = "bm2
 
     ra, rb = ranks(a), ranks(b)
     keys = sorted(set(ra) & set(rb))
-    clusters = query_author_clusters(collection, {s for s, _ in keys}, ROOT / "harness" / "record" / "splits")
+    clusters = query_author_clusters(collection, {s for s, _ in keys}, ROOT / "splits")
     diff = [per_query_value(ra[k], "success@8") - per_query_value(rb[k], "success@8") for k in keys]
     return cluster_sums(diff, [clusters[k] for k in keys])
 

@@ -20,7 +20,7 @@ FOUNDATION = {
     "harness.system_meta",
     "harness.hookspecs",
     "harness.locations",
-    "harness.record",
+    "harness.splits",
     "harness.progress",
     "harness.hardware",
     "harness.output_set",

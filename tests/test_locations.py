@@ -54,8 +54,8 @@ def test_defaults_are_per_user_folders_not_the_install(monkeypatch, tmp_path):
     assert locations.model_dirs() == [locations.cache_dir() / "models"]
     package = ROOT / "harness"
     resolved = [Path(loc.path.split(" then ")[0]) for loc in locations.all_locations() if loc.path.startswith("/")]
-    inside = [p for p in resolved if p.is_relative_to(package)]
-    assert inside == [RECORD]  # the record alone is read from the package
+    inside = [p for p in resolved if p.is_relative_to(package) or p.is_relative_to(RECORD)]
+    assert inside == [RECORD]  # the record alone is read from where the harness is
 
 
 def test_hrs_has_no_default(home):
@@ -311,9 +311,12 @@ def test_a_per_user_folder_inside_the_package_or_the_checkouts_files_is_one_line
 
 def test_results_may_go_to_the_checkouts_runs_record_but_never_into_the_package(home, tmp_path, capsys):
     assert locations.runs_dir(ROOT / "leaderboards" / "runs") == ROOT / "leaderboards" / "runs"
-    out = ROOT / "harness" / "record" / "runs"
+    out = ROOT / "harness" / "runs-here"
     assert main(["run", "bm25", "--collection", "demo", "--seeds", "0", "--runs-dir", str(out)]) == 2
     assert "is inside the harness package" in capsys.readouterr().err and not out.exists()
+    out = RECORD / "runs"
+    assert main(["run", "bm25", "--collection", "demo", "--seeds", "0", "--runs-dir", str(out)]) == 2
+    assert "is inside the checkout's split manifests" in capsys.readouterr().err and not out.exists()
 
 
 @pytest.mark.parametrize(
