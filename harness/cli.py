@@ -116,7 +116,7 @@ def cmd_split(args) -> int:
     from harness.evaluation.split_builder import build_split
     from harness.evaluation.split_counts import counts_table
     from harness.evaluation.split_store import get_splits
-    from harness.runs.run_job import open_collection, split_places, unique_seeds
+    from harness.runs.job import open_collection, split_places, unique_seeds
 
     reg = _registry()
     collection = open_collection(
@@ -252,8 +252,8 @@ def cmd_topic_share(args) -> int:
 
     from harness.evaluation.manifests import find_manifest, read_manifest
     from harness.reports.topic_share import same_genre_share
+    from harness.runs.job import open_collection
     from harness.runs.results import read_rankings
-    from harness.runs.run_job import open_collection
 
     if args.k < 1:
         raise HarnessError(f"--k {args.k}: give at least 1")

@@ -466,7 +466,7 @@ def _tampered_manifest(tmp_path, change):
     from harness.data.collection import Collection
     from harness.evaluation.manifests import read_manifest, write_manifest
     from harness.evaluation.split import Split
-    from harness.runs.run_job import open_collection
+    from harness.runs.job import open_collection
 
     collection: Collection = open_collection(load_registry(), "demo")
     split = read_manifest(SPLITS / "demo" / "seed-0.json")

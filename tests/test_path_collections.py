@@ -35,7 +35,7 @@ def test_path_collections_are_named_and_keep_their_manifests_apart(tmp_path, mon
 
 
 def test_registered_collections_use_the_committed_manifests_wherever_run(tmp_path, monkeypatch):
-    from harness.runs.run_job import split_places
+    from harness.runs.job import split_places
 
     monkeypatch.chdir(tmp_path)
     places = split_places(load_registry(), "demo", tmp_path / "runs", None)

@@ -84,7 +84,7 @@ def test_a_run_shows_one_phase_after_another(tmp_path, small_collection_file, ca
 
     reg = load_registry()
     from harness.evaluation.split_builder import build_split
-    from harness.runs.run_job import open_collection
+    from harness.runs.job import open_collection
 
     collection = open_collection(reg, str(small_collection_file))
     split = build_split(collection, 0)

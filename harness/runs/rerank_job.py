@@ -10,63 +10,36 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Sequence
+from dataclasses import dataclass
 
-from harness.config import build_config, config_dict
 from harness.errors import HarnessError
 from harness.evaluation.metrics import metrics_line
-from harness.evaluation.split_settings import SEEDS
-from harness.evaluation.split_store import get_splits
 from harness.plugins import Registry
 from harness.runs.containment import own_copies
-from harness.runs.models import addressed_config, check_card, with_card_backbone
-from harness.runs.results import (
-    absolute,
-    check_run_name,
-    check_runs_dir,
-    rankings_path,
-    read_rankings,
-    read_result,
-    result_path,
-)
-from harness.runs.run_job import (
+from harness.runs.job import (
+    CollectionJob,
     check_one_config,
+    job_splits,
     open_collection,
     run_folder_lock,
-    split_places,
+    system_config,
     unique_seeds,
+    with_absolute_places,
 )
-from harness.runs.runner import (
-    RunOutcome,
-    call_system,
-    describe_system,
-    record_run,
-    up_to_date,
-)
+from harness.runs.results import check_run_name, check_runs_dir, rankings_path, read_rankings, read_result, result_path
+from harness.runs.runner import RunOutcome, call_system, describe_system, record_run, up_to_date
 from harness.runs.verified import verified_result
 from harness.specs import load_object
 
 _log = logging.getLogger(__name__)
 
 
-@dataclass
-class RerankJob:
+@dataclass(kw_only=True)
+class RerankJob(CollectionJob):
+    """A reranker rescoring a first-stage run's saved top `depth`, on one collection's seeds."""
+
     system: str
-    first_stage: str
-    collection: str
-    seeds: Sequence[int] = SEEDS
-    overrides: dict = field(default_factory=dict)
-    run_name: str | None = None
-    depth: int = 100
-    overwrite: bool = False
-    runs_dir: Path | None = None  # None: harness.locations.runs_dir()
-    splits_dir: Path | None = None  # None: see harness.runs.run_job.split_places
-    data_dir: str | None = None
-    author_fraction: float | None = None  # None: the collection's default
-    collection_name: str | None = None
-    max_per_author_genre: int | None = None  # None: the collection's; 0: no cap
+    first_stage: str  # the first-stage run's name in the same runs folder
 
 
 def default_run_name(first_stage: str, system: str, config) -> str:
@@ -75,13 +48,7 @@ def default_run_name(first_stage: str, system: str, config) -> str:
 
 
 def rerank_job(registry: Registry, job: RerankJob, log=_log.info) -> list[RunOutcome]:
-    from dataclasses import replace
-
-    from harness import locations
-
-    # absolute before any plugin code runs: a plugin that changes directory cannot move the results
-    runs_dir = absolute(locations.runs_dir(job.runs_dir))
-    job = replace(job, runs_dir=runs_dir, splits_dir=absolute(job.splits_dir) if job.splits_dir is not None else None)
+    job, runs_dir = with_absolute_places(job)
     spec = registry.system(job.system)
     if job.depth < 100:
         raise HarnessError(
@@ -91,8 +58,7 @@ def rerank_job(registry: Registry, job: RerankJob, log=_log.info) -> list[RunOut
     if "rerank" not in spec.capabilities:
         rerankers = sorted(s.name for s in registry.systems.values() if "rerank" in s.capabilities)
         raise HarnessError(f"system {job.system!r} is not a reranker (rerankers: {', '.join(rerankers) or 'none'})")
-    cls = load_object(spec.config)  # a trained --model brings its backbone (its card's) unless one is given
-    config = build_config(cls, with_card_backbone(spec.name, cls, job.overrides, log=_log.info))
+    config, recorded, address = system_config(spec, job.overrides)
     check_run_name(job.first_stage, "first-stage run name")
     if job.run_name is not None:
         check_run_name(job.run_name)
@@ -100,23 +66,12 @@ def rerank_job(registry: Registry, job: RerankJob, log=_log.info) -> list[RunOut
     check_run_name(name)
     check_runs_dir(runs_dir)
     collection = open_collection(registry, job.collection, data_dir=job.data_dir, name=job.collection_name)
-    places = split_places(registry, job.collection, runs_dir, job.splits_dir)
     check_runs_dir(runs_dir, collection.name, name)
     seeds = unique_seeds(job.seeds)
-    recorded, address = addressed_config(config_dict(config))  # the model by content hash, not path (hashed once)
-    if address:
-        check_card(spec.name, config_dict(config), config_dict(config).get("model"), address["card"], warn=_log.warning)
     check_one_config(
         runs_dir / collection.name / name, spec.name, {**recorded, "first_stage": job.first_stage}, seeds, job.overwrite
     )
-    splits = get_splits(
-        collection,
-        seeds,
-        places.folder,
-        record=places.record,
-        author_fraction=job.author_fraction,
-        max_per_author_genre=job.max_per_author_genre,
-    )
+    splits = job_splits(registry, job, collection)
     with run_folder_lock(runs_dir / collection.name / name):  # one writer of the run folder at a time
         check_one_config(
             runs_dir / collection.name / name,

@@ -257,7 +257,7 @@ def submit(registry, sub: Submission, log=_log.info):
             "description": _one_line(sub.description),
         },
     }
-    from harness.runs.run_job import run_folder_lock
+    from harness.runs.job import run_folder_lock
 
     with run_folder_lock(path.parent):  # one writer of the run folder at a time; the check again under the lock
         if path.exists() and not sub.overwrite:
