@@ -285,3 +285,14 @@ def test_a_page_the_runs_no_longer_give_is_retired_not_left_stale(tmp_path):
     assert not (tmp_path / "rerank.md").exists() and not (tmp_path / "collections" / "gone.md").exists()
     assert (tmp_path / "training.md").read_text() == "# my own notes\n"
     assert (tmp_path / "main.md").is_file() and (tmp_path / "collections" / "demo.md").is_file()
+
+
+def test_the_training_page_names_each_logs_training_set_and_marks_one_made_before_decontamination():
+    from harness.reports.training import trained_on
+
+    card = {"training_data": {"sha256": "f8b69e03cbac" + "0" * 52}}
+    before = {"f8b69e03cbac": "curated before the decontamination"}
+    log = {"examples": 3733, "unit": "authors", "card": card}
+    assert trained_on(log, before) == "3733 authors of f8b69e03cbac (before decontamination)"
+    assert trained_on(log, {}) == "3733 authors of f8b69e03cbac"
+    assert trained_on({"examples": 92, "unit": "queries"}, before) == "92 queries"  # no card: nothing to say

@@ -334,13 +334,15 @@ def reported_page(board: Board) -> str:
 
 
 def training_page(board: Board) -> str:
+    from harness.reports.run_identity import load_before_decontamination
     from harness.reports.training import card_lines, log_marks, training_table
 
     logs = board.logs
     marks = log_marks(logs, list(board.fixes))
     notes = footnotes(f for m in marks.values() for f in m)
+    before = load_before_decontamination(board.record)
     body = (
-        training_table(logs, marks) + ("\n" + notes.rstrip("\n") if notes else "") + card_lines(logs)
+        training_table(logs, marks, before) + ("\n" + notes.rstrip("\n") if notes else "") + card_lines(logs)
         if logs
         else "(no training logs)"
     )
@@ -348,7 +350,9 @@ def training_page(board: Board) -> str:
     return (
         f"{board.head}# Training runs\n\nFrom `leaderboards/training/<run>.train_log.json` (written by "
         "`aa-harness train`). Train seconds sum the epochs' wall time (the hard-negative clustering included); "
-        f"docs/s counts both documents of every author pair.\n\n{body}{figure}\n"
+        "docs/s counts both documents of every author pair. Trained on: the examples, and the training set by "
+        "the sha256 prefix its model card records, marked when that set was curated before the corpora's "
+        f"decontamination.\n\n{body}{figure}\n"
     )
 
 

@@ -61,8 +61,22 @@ def examples(log: dict) -> str:
     return f"{log['authors']} {'queries' if 'strategy' in log else 'authors'}"
 
 
-def training_table(logs: dict[str, dict], marks: dict[str, list] | None = None) -> str:
-    """marks: run name -> fixes (harness.reports.fixes) its code predates, shown after the name."""
+def trained_on(log: dict, before: dict[str, str]) -> str:
+    """What a log trained on: its examples, and the training set by sha256 prefix from its model card,
+    said when that set predates the corpora's decontamination (`before`: prefix -> why)."""
+    data = (log.get("card") or {}).get("training_data") or {}
+    sha = str(data.get("sha256", ""))
+    if not sha:
+        return examples(log)
+    stale = any(sha.startswith(prefix) for prefix in before)
+    return f"{examples(log)} of {sha[:12]}" + (" (before decontamination)" if stale else "")
+
+
+def training_table(
+    logs: dict[str, dict], marks: dict[str, list] | None = None, before: dict[str, str] | None = None
+) -> str:
+    """marks: run name -> fixes (harness.reports.fixes) its code predates, shown after the name.
+    before: training-set sha256 prefix -> why it predates decontamination (run_identity's record)."""
     from harness.reports.fixes import label
     from harness.reports.markdown_table import markdown_table
 
@@ -100,7 +114,7 @@ def training_table(logs: dict[str, dict], marks: dict[str, list] | None = None) 
                 recipe,
                 log["device"],
                 log["world_size"],
-                examples(log),
+                trained_on(log, before or {}),
                 log["steps"],
                 f"{sum(e['epoch_seconds'] for e in epochs):.1f}",
                 f"{sum(rates) / len(rates):.0f}" if rates else "",
