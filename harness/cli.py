@@ -504,13 +504,15 @@ def cmd_leaderboard(args) -> int:
 
         check_site_folder(args.html)
         site = build_site(board, {k: v for k, v in files.items() if isinstance(v, bytes)})  # built before writing
-    if pages:
-        written = write_pages(files, out)
+    if pages:  # the pages and the site as one set: a kill leaves both old or both new
+        written = write_pages(files, out, site=None if site is None else (Path(args.html), site))
         print(f"wrote {len(written)} files to {out}: {', '.join(p.name for p in written)}")
-    if site is not None:
+    elif site is not None:
         from harness.reports.html_site import write_site
 
-        print(f"wrote the HTML leaderboard: {write_site(args.html, site) / 'index.html'} ({len(site)} pages)")
+        write_site(args.html, site)
+    if site is not None:
+        print(f"wrote the HTML leaderboard: {Path(args.html) / 'index.html'} ({len(site)} pages)")
     print(summary(board))
     if pages:
         print(f"the tables: {out / 'main.md'}")

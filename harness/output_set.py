@@ -34,6 +34,7 @@ API:
     with staged_output(target) as stage:       # for code that writes files itself
         fig.savefig(stage.path("plots/s8.png"))
         stage.write("main.md", text)
+        stage.remove("old.md")                 # goes with the commit
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ class Stage:
     def __init__(self, target: Path, folder: Path):
         self.target = target
         self.folder = folder
+        self.removed: set[str] = set()
 
     def path(self, rel: str) -> Path:
         """Where to write `rel` (parents created); it moves to target/rel when the set is committed."""
@@ -94,6 +96,10 @@ class Stage:
             f.write(data.encode("utf-8") if isinstance(data, str) else data)
         os.chmod(p, 0o666 & ~_umask())
         return self.target / _check_rel(rel)
+
+    def remove(self, rel: str) -> None:
+        """Remove target/rel with the commit (a page the new set retires), not before and not without it."""
+        self.removed.add(_check_rel(rel))
 
     def files(self) -> list[str]:
         return sorted(p.relative_to(self.folder).as_posix() for p in self.folder.rglob("*") if p.is_file())
@@ -551,7 +557,12 @@ def _staged_part(stage: Stage, replace_folders: Sequence[str]) -> _Part:
             raise HarnessError(f"{dst}: a folder on the way is a link; the output set writes inside {stage.target}")
         if _is_real(dst, stat.S_IFDIR):
             raise HarnessError(f"{dst}: is a folder, but the output set has a file there")
-    return _Part(stage.target, stage.folder, files, _stale_under(stage.target, replace_folders, set(files)))
+    removed = sorted(stage.removed - set(files))
+    for rel in removed:
+        if not _no_links_to(stage.target, rel):
+            raise HarnessError(f"{stage.target / rel}: a folder on the way is a link; the output set removes it")
+    stale = _stale_under(stage.target, replace_folders, set(files))
+    return _Part(stage.target, stage.folder, files, sorted({*stale, *removed}))
 
 
 @contextmanager

@@ -229,3 +229,107 @@ def test_a_reader_meeting_a_set_across_run_folders_says_it_once_and_writes_nothi
     assert len(lines) == 1 and "one set across" in lines[0], lines
     assert snapshot(runs) == before
     assert [settled(f, "notes.txt").read_text() for f in folders] == ["new", "new"]  # type: ignore[union-attr]
+
+
+def _leaderboard_killed_at(args: list[str], kill_at: int, under: Path) -> int:
+    """Run `aa-harness leaderboard` in a forked child (no interpreter start per kill) that dies, as kill -9
+    does, before its kill_at-th file-system change under `under`; returns its exit status (9: killed)."""
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 70
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)
+            os.dup2(null, 2)
+            logging.disable(logging.CRITICAL)
+            calls = 0
+
+            def dies_at_k(fn):
+                def wrapped(*a, **kw):
+                    nonlocal calls
+                    if any(str(x).startswith(str(under)) for x in a):
+                        if calls == kill_at:
+                            os._exit(9)
+                        calls += 1
+                    return fn(*a, **kw)
+
+                return wrapped
+
+            for name in ("replace", "rename", "unlink", "rmdir"):
+                setattr(os, name, dies_at_k(getattr(os, name)))
+            code = main(args)
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+@hostile("kill -9 mid-write", "held")
+def test_a_kill_at_every_step_of_leaderboard_leaves_pages_and_site_both_old_or_both_new(tmp_path):
+    """`leaderboard --out PAGES --html SITE` after a run is removed: killed before each rename, removal
+    and journal step in turn, then recovered from either folder, the pages and the site are both the
+    old build or both the new one; the page the new build retires (reported.md) goes only with the
+    new set, and the site's CNAME and .git stay."""
+    for runs, names in (("old", ["bm25", "char-ngram"]), ("new", ["bm25"])):
+        for name in names:
+            shutil.copytree(COMMITTED / "demo" / name, tmp_path / runs / "demo" / name)
+    out = tmp_path / "out"
+    pages, site = out / "pages", out / "site"
+
+    def args(runs: str) -> list[str]:
+        extra = ["--reported"] if runs == "old" else []  # the old build has a page the new one retires
+        return [
+            "leaderboard",
+            "--runs-dir",
+            str(tmp_path / runs),
+            "--out",
+            str(pages),
+            "--html",
+            str(site),
+            "--no-plots",
+        ] + extra
+
+    def state() -> dict[str, dict[str, bytes]]:
+        return {f.name: {k: v for k, v in snapshot(f).items() if not k.startswith(PREFIX)} for f in (pages, site)}
+
+    def which() -> str:
+        """'old' or 'new' when both folders hold that build; else which build each folder holds."""
+        now = state()
+        for name, want in (("old", old), ("new", new)):
+            if now == want:
+                return name
+        each = {f: [n for n, w in (("old", old), ("new", new)) if now[f] == w[f]] or "neither" for f in now}
+        return f"a mix: {each}"
+
+    assert main(args("old")) == 0
+    (site / "CNAME").write_text("leaderboard.example.org\n")
+    (site / ".git").mkdir()
+    (site / ".git" / "HEAD").write_text("ref: refs/heads/gh-pages\n")
+    shutil.copytree(out, tmp_path / "pristine")
+    old = state()
+    assert main(args("new")) == 0
+    new = state()
+    assert "reported.md" in old["pages"] and "reported.md" not in new["pages"]
+    assert len(old["site"]) > len(new["site"])  # the removed run's page goes too
+    shutil.rmtree(out)
+    shutil.copytree(tmp_path / "pristine", out)
+
+    outcomes = []
+    for k in range(200):  # until the writer gets through: it was killed at every step before
+        code = _leaderboard_killed_at(args("new"), k, out)
+        assert code in (0, 9), (k, code)
+        recover([pages, site][k % 2])  # what the next leaderboard does first, from either folder
+        outcome = which()
+        assert outcome in ("old", "new"), (k, outcome)
+        assert (pages / "reported.md").is_file() == (outcome == "old"), k  # retired only with the new set
+        assert (site / "CNAME").is_file() and (site / ".git" / "HEAD").is_file(), k
+        for f in (pages, site):  # the other folder's own recovery finds nothing left to finish
+            recover(f)
+        assert which() == outcome, (k, outcome, which())
+        assert not list(out.rglob(f"{PREFIX}*")), (k, list(out.rglob(f"{PREFIX}*")))
+        outcomes.append(outcome)
+        if code == 0:
+            break
+        shutil.rmtree(out)
+        shutil.copytree(tmp_path / "pristine", out)
+    assert code == 0 and len(outcomes) > 8, outcomes  # every step was a kill point
+    assert "old" in outcomes and "new" in outcomes, outcomes  # kills landed before and after the commit

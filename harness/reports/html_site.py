@@ -385,14 +385,20 @@ def check_site_folder(out_dir: Path) -> None:
         )
 
 
+def site_set(files: dict[str, str]) -> tuple[dict[str, str], tuple[str, ...]]:
+    """What a site write puts in its folder: the pages and the marker; and the subfolder it replaces
+    whole (runs/, so pages of runs since removed go with the commit)."""
+    return {**files, MARKER: "written by aa-harness leaderboard --html\n"}, (RUN_PAGES,)
+
+
 def write_site(out_dir: Path, files: dict[str, str]) -> Path:
-    """Write the site into out_dir as one set (a kill leaves the old site or the new one): index.html,
+    """Write the site alone into out_dir as one set (a kill leaves the old site or the new one): index.html,
     the marker and runs/, whose pages of runs since removed are deleted with the commit. Files the
-    harness does not write (a .git, a CNAME) are kept. A folder that holds something else is refused."""
+    harness does not write (a .git, a CNAME) are kept. A folder that holds something else is refused.
+    With the Markdown pages, leaderboard.write_pages writes both as one set."""
     from harness.output_set import write_output_set
 
     check_site_folder(out_dir)
-    write_output_set(
-        Path(out_dir), {**files, MARKER: "written by aa-harness leaderboard --html\n"}, replace_folders=(RUN_PAGES,)
-    )
+    content, replace = site_set(files)
+    write_output_set(Path(out_dir), content, replace_folders=replace)
     return Path(out_dir)

@@ -465,15 +465,32 @@ def leaderboard_files(board: Board) -> dict[str, str | bytes]:
     return contents
 
 
-def write_pages(contents: dict[str, str | bytes], out_dir: Path) -> list[Path]:
-    """Write what was built (pages and figures) under out_dir as one set, then retire the pages an
-    earlier build wrote that these runs no longer give (the rerank page once its runs are gone,
-    say), so no page shows results the runs folder no longer holds. Returns the paths written."""
-    from harness.output_set import write_output_set
+def write_pages(
+    contents: dict[str, str | bytes], out_dir: Path, *, site: tuple[Path, dict[str, str]] | None = None
+) -> list[Path]:
+    """Write what was built (pages and figures) under out_dir, retire the pages an earlier build wrote
+    that these runs no longer give (the rerank page once its runs are gone, say, so no page shows
+    results the runs folder no longer holds), and write the HTML site (folder, pages) when given: all
+    one set, so a kill leaves the old pages and site or the new ones, and a retired page goes only with
+    the new set. Returns the paths of the pages written."""
+    from harness.output_set import staged_sets
 
-    written = write_output_set(out_dir, contents)  # swapped in as one set
-    for path in retired_pages(contents, Path(out_dir)):
-        path.unlink()
+    out_dir = Path(out_dir)
+    folders = [out_dir]
+    replace: dict[Path, tuple[str, ...]] = {}
+    site_files: dict[str, str] = {}
+    if site is not None:
+        from harness.reports.html_site import check_site_folder, site_set
+
+        check_site_folder(site[0])
+        site_files, replace[Path(site[0])] = site_set(site[1])
+        folders.append(Path(site[0]))
+    with staged_sets(folders, replace_folders=replace) as stages:
+        written = [stages[0].write(rel, data) for rel, data in contents.items()]
+        for path in retired_pages(contents, out_dir):  # read under the lock, after any recovery
+            stages[0].remove(path.relative_to(out_dir).as_posix())
+        for rel, text in site_files.items():
+            stages[-1].write(rel, text)
     return written
 
 
