@@ -22,7 +22,8 @@ goes only once every folder's files are in place, so a kill during recovery is r
 
 Readers never recover: `report_unfinished(folder)` logs one line per set an interrupted writer
 left and changes nothing, and `settled(folder, rel)` says where the last complete state of a
-file lies (its staged copy while a committed set is unfinished). What a journal names is
+file lies (its staged copy while a committed set is unfinished; `settled_glob` lists that
+state's names). What a journal names is
 checked before anything moves (a relative path, no '..', no links, a regular file inside its
 staging folder; another folder only if it points back); a staging entry that is not a real
 folder, or a journal that fails the check, is left alone and reported.
@@ -364,25 +365,46 @@ def report_unfinished(folder: str | os.PathLike) -> list[Path]:
     return found
 
 
-def settled(folder: str | os.PathLike, rel: str) -> Path | None:
-    """For readers: where folder/rel lies in the last complete state, without changing anything.
-
-    While a committed set is unfinished, a file it has not moved yet is read from its staging
-    folder, and a file it removes is absent (None); otherwise folder/rel itself."""
-    folder, rel = Path(folder), _check_rel(rel)
+def _unfinished_parts(folder: Path) -> Iterator[_Part]:
+    """This folder's parts of the committed sets a killed writer left unfinished (journals that check out)."""
     for entry in _leftovers(folder):
         if _busy(entry) or not _is_real(entry, stat.S_IFDIR):
             continue
         primary = folder if os.path.lexists(folder / (entry.name + JOURNAL)) else _pointer(folder, entry.name)
         plan = _plan(Path(primary), entry.name) if primary else None
         for part in plan if isinstance(plan, list) else []:
-            if os.path.realpath(part.target) != os.path.realpath(folder):
-                continue
-            if rel in part.files and _is_real(part.staging / rel, stat.S_IFREG):
-                return part.staging / rel
-            if rel in part.remove:
-                return None
+            if os.path.realpath(part.target) == os.path.realpath(folder):
+                yield part
+
+
+def settled(folder: str | os.PathLike, rel: str) -> Path | None:
+    """For readers: where folder/rel lies in the last complete state, without changing anything.
+
+    While a committed set is unfinished, a file it has not moved yet is read from its staging
+    folder, and a file it removes is absent (None); otherwise folder/rel itself."""
+    folder, rel = Path(folder), _check_rel(rel)
+    for part in _unfinished_parts(folder):
+        if rel in part.files and _is_real(part.staging / rel, stat.S_IFREG):
+            return part.staging / rel
+        if rel in part.remove:
+            return None
     return folder / rel
+
+
+def settled_glob(folder: str | os.PathLike, pattern: str) -> list[str]:
+    """For readers: the names (relative to `folder`) matching `pattern` in the last complete state: the
+    entries in place (whatever they are: a reader names a folder where a file belongs), and the files
+    an unfinished committed set has still to move in, less those it removes. Read each through `settled`."""
+    folder = Path(folder)
+    depth = len(PurePosixPath(pattern).parts)
+    names = {
+        p.relative_to(folder).as_posix()
+        for p in folder.glob(pattern)
+        if not p.relative_to(folder).parts[0].startswith(PREFIX)
+    }
+    for part in _unfinished_parts(folder):
+        names |= {r for r in part.files if len(PurePosixPath(r).parts) == depth and PurePosixPath(r).match(pattern)}
+    return sorted(n for n in names if settled(folder, n) is not None)
 
 
 def recover(target: str | os.PathLike) -> None:

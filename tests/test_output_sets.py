@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import signal
@@ -304,3 +305,122 @@ def test_a_set_across_folders_that_fails_changes_nothing(tmp_path):
         write_files_as_set({a: "new labels", blocked / "c.jsonl": "corpus"})
     assert a.read_text() == "old labels"
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["file", "l.json", "one"]
+
+
+# Rewrites seed 0 of a run folder with the result and rankings in argv[2], dying (os._exit, as kill -9:
+# no cleanup runs) just before its argv[1]-th call that changes the file system.
+PAIR_WRITER = """
+import json, os, sys
+from pathlib import Path
+from harness.runs.results import write_result
+
+k, spec = int(sys.argv[1]), json.loads(Path(sys.argv[2]).read_text())
+calls = 0
+
+def dies_at_k(fn):
+    def wrapped(*a, **kw):
+        global calls
+        if calls == k:
+            os._exit(9)
+        calls += 1
+        return fn(*a, **kw)
+    return wrapped
+
+for name in ("replace", "rename", "unlink", "rmdir"):
+    setattr(os, name, dies_at_k(getattr(os, name)))
+write_result(Path(spec["path"]), spec["result"], {q: [tuple(cs) for cs in r] for q, r in spec["rankings"].items()})
+"""
+
+
+def _better_seed_0(run_dir: Path) -> dict:
+    """Seed 0 of the run again, with each of the first 20 queries' needle moved to the top: a result and
+    rankings that verify and give other figures than the old pair."""
+    from harness.evaluation.manifests import find_manifest, read_manifest
+    from harness.evaluation.metrics import evaluate
+    from harness.runs.results import RECOMPUTED, SEAL, read_rankings
+    from tests.hostile import committed_splits, load
+
+    path = run_dir / "seed-0.json"
+    old = load(path)
+    split = read_manifest(find_manifest([committed_splits()], "demo", 0), "demo")
+    rankings = read_rankings(path)
+    for q in sorted(rankings)[:20]:
+        needle = sorted(split.needles[q])[0]
+        rest = [cs for cs in rankings[q] if cs[0] != needle][: old["depth"] - 1]
+        rankings[q] = [(needle, rest[0][1] + 1.0 if rest else 1.0), *rest]
+    scores = evaluate(rankings, split.needles, split.query_genres)
+    result = {k: v for k, v in old.items() if k not in ("rankings_sha256", SEAL)}
+    result |= {k: scores[k] for k in (*RECOMPUTED, "ci95")}
+    assert result["metrics"] != old["metrics"]
+    return {"path": str(path), "result": result, "rankings": rankings}
+
+
+@hostile("kill -9 mid-write", "held")
+def test_a_reader_of_a_run_folder_killed_mid_pair_sees_the_old_pair_or_the_new_one(tmp_path, caplog, monkeypatch):
+    """A writer of seed 0's result and rankings dies before each file-system step in turn (after the
+    commit that can leave the new result beside the old rankings): leaderboard and both exports exit 0
+    with the old figures or the new ones, never a mix, say so in one line, and change nothing."""
+    from harness import output_set
+
+    runs = tmp_path / "runs"
+    shutil.copytree(COMMITTED / "demo" / "bm25", runs / "demo" / "bm25")
+    run_dir = runs / "demo" / "bm25"
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(_better_seed_0(run_dir)))
+    shutil.copytree(runs, tmp_path / "pristine")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    verbs = {
+        "leaderboard": ["--no-plots"],
+        "export": ["--format", "csv"],
+        "trec": ["--format", "trec"],
+    }
+
+    def read_all() -> dict[str, dict[str, bytes]]:
+        """What each reader gives: its output files, written afresh."""
+        out = {}
+        for verb, extra in verbs.items():
+            folder = tmp_path / "out" / verb
+            shutil.rmtree(folder, ignore_errors=True)
+            monkeypatch.setattr(output_set, "_reported", set())  # each command is a process of its own
+            caplog.clear()
+            with caplog.at_level(logging.WARNING):
+                rc = main(
+                    ["leaderboard" if verb == "leaderboard" else "export", "--runs-dir", str(runs)]
+                    + ["--out", str(folder), *extra]
+                )
+            assert rc == 0, (verb, caplog.text)
+            said = [r.getMessage() for r in caplog.records if "interrupted write" in r.getMessage()]
+            assert len(said) == (1 if unfinished else 0), (verb, said)
+            out[verb] = snapshot(folder)
+        return out
+
+    unfinished = False
+    old = read_all()
+    proc = subprocess.run([sys.executable, "-c", PAIR_WRITER, "-1", str(spec)], cwd=ROOT, env=env, capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    new = read_all()
+    assert old != new
+    new_pair = {n: (run_dir / n).read_bytes() for n in ("seed-0.json", "seed-0.rankings.jsonl.gz")}
+
+    seen = []
+    for k in range(50):  # until the writer gets through: it was killed at every step before
+        shutil.rmtree(runs)
+        shutil.copytree(tmp_path / "pristine", runs)
+        proc = subprocess.run(
+            [sys.executable, "-c", PAIR_WRITER, str(k), str(spec)], cwd=ROOT, env=env, capture_output=True
+        )
+        assert proc.returncode in (0, 9), (k, proc.stderr)
+        unfinished = bool(list(run_dir.glob(f"{PREFIX}*")))
+        before = snapshot(runs)
+        now = read_all()
+        outcome = "old" if now == old else "new" if now == new else "a mix"
+        assert outcome != "a mix", (k, {v: now[v] == old[v] or now[v] == new[v] for v in now})
+        assert snapshot(runs) == before, k  # the readers wrote nothing
+        recover(run_dir)  # what the next `run` there does: what stands is what the readers read
+        pair = {n: (run_dir / n).read_bytes() for n in new_pair}
+        stands = "new" if pair == new_pair else "old"
+        assert stands == outcome, (k, f"the readers read the {outcome} pair; the {stands} one stands")
+        seen.append((outcome, unfinished))
+        if proc.returncode == 0:
+            break
+    assert proc.returncode == 0 and ("new", True) in seen and ("old", True) in seen, seen

@@ -7,7 +7,6 @@ when the top 100 are reranked (the same 100 candidates), so it equals the first 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from dataclasses import dataclass
@@ -26,7 +25,14 @@ from harness.runs.job import (
     unique_seeds,
     with_absolute_places,
 )
-from harness.runs.results import check_run_name, check_runs_dir, rankings_path, read_rankings, read_result, result_path
+from harness.runs.results import (
+    check_run_name,
+    check_runs_dir,
+    rankings_sha256,
+    read_rankings,
+    read_result,
+    result_path,
+)
 from harness.runs.runner import RunOutcome, call_system, describe_system, record_run, up_to_date
 from harness.runs.verified import verified_result
 from harness.specs import load_object
@@ -93,7 +99,7 @@ def rerank_job(registry: Registry, job: RerankJob, log=_log.info) -> list[RunOut
             fs = verified_result(first, split, registry)  # its rankings exist, are whole and give its metrics
             if fs["depth"] < job.depth:
                 raise HarnessError(f"{first} kept the top {fs['depth']}, fewer than --depth {job.depth}")
-            digest = hashlib.sha256(rankings_path(first).read_bytes()).hexdigest()
+            digest = rankings_sha256(first)  # the rankings it was verified on
             cfg = {**recorded, "first_stage": job.first_stage, "first_stage_rankings_sha256": digest}
             path = result_path(runs_dir, collection.name, name, seed)
             if not job.overwrite and up_to_date(path, spec.name, cfg, split, job.depth, log=log):

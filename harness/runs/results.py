@@ -17,6 +17,8 @@ The metrics named are the rows of harness.evaluation.metric_table; a result must
 
 A result is trusted only after harness.runs.verified has checked it against its rankings
 file and its split manifest; result_sha256 (results written since it was added) seals the rest.
+Results and rankings are read in their last complete state (settled_path), so a writer killed
+between the pair's renames never shows a new result beside old rankings.
 """
 
 from __future__ import annotations
@@ -101,11 +103,24 @@ def rankings_path(result: Path) -> Path:
     return result.with_name(result.name.replace(".json", ".rankings.jsonl.gz"))
 
 
+def settled_path(path: Path) -> Path:
+    """Where a run folder's file is read: in its last complete state (harness.output_set.settled), i.e.
+    the staged copy while a killed writer's committed pair is unfinished. Changes nothing: `run`,
+    which owns the folder, finishes the pair."""
+    from harness.output_set import settled
+
+    path = Path(path)
+    found = settled(path.parent, path.name)
+    if found is None:
+        raise DataError(f"{path}: not found (the unfinished write there removes it)")
+    return found
+
+
 def read_result(path: Path) -> dict[str, Any]:
     """A result JSON with the fields of schema version 1, or a DataError naming the file and what is wrong."""
     from harness.data.jsonl import read_json
 
-    obj = read_json(path, "result file")
+    obj = read_json(settled_path(path), "result file")
     if not isinstance(obj, dict):
         raise DataError(f"{path}: a result must be a JSON object, got {type(obj).__name__}")
     if obj.get("schema_version") != SCHEMA_VERSION:
@@ -212,7 +227,7 @@ def write_result(path: Path, result: dict[str, Any], rankings: dict[str, list[tu
 
 def read_rankings(result: Path) -> dict[str, list[tuple[str, float]]]:
     out = {}
-    for lineno, obj in iter_jsonl(rankings_path(result)):
+    for lineno, obj in iter_jsonl(settled_path(rankings_path(result))):
         try:
             out[obj["queryID"]] = [(str(c), float(s)) for c, s in obj["ranking"]]
         except (KeyError, TypeError, ValueError):
@@ -224,8 +239,8 @@ def read_rankings(result: Path) -> dict[str, list[tuple[str, float]]]:
 
 def rankings_sha256(result: Path) -> str:
     try:
-        return hashlib.sha256(rankings_path(result).read_bytes()).hexdigest()
-    except FileNotFoundError:
+        return hashlib.sha256(settled_path(rankings_path(result)).read_bytes()).hexdigest()
+    except (FileNotFoundError, DataError):
         raise DataError(f"{rankings_path(result)}: rankings file not found (the result {result} needs it)") from None
 
 
@@ -248,11 +263,16 @@ def check_result_place(path: Path, res: Mapping[str, Any]) -> None:
 
 
 def iter_results(runs_dir: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
-    """Every result under runs_dir, checked to sit where its fields say (collection/run name/seed)."""
-    for path in sorted(Path(runs_dir).glob("*/*/seed-*.json")):
-        res = read_result(path)
-        check_result_place(path, res)
-        yield path, res
+    """Every result under runs_dir in its last complete state (a seed an unfinished pair adds is
+    there), checked to sit where its fields say (collection/run name/seed)."""
+    from harness.output_set import PREFIX, settled_glob
+
+    for run_dir in sorted(p for p in Path(runs_dir).glob("*/*") if p.is_dir() and not p.name.startswith(PREFIX)):
+        for name in settled_glob(run_dir, "seed-*.json"):
+            path = run_dir / name
+            res = read_result(path)
+            check_result_place(path, res)
+            yield path, res
 
 
 # Config keys that differ from seed to seed by design (each seed reranks its own first-stage rankings).

@@ -13,6 +13,11 @@ the file's place, and split_sha256 is the manifest's.
 Results written by this version also carry `result_sha256`, a seal over every other field, so
 the fields nothing can recompute (provenance, extra) are covered too. Results written before it
 have no seal and are verified by recomputation alone: nothing has to be rewritten.
+
+A run folder whose result and rankings pair a killed writer left unfinished is read in its last
+complete state (harness.runs.results.settled_path): the old pair, or the new one once its journal
+is written, never the new result beside the old rankings. It is reported in one line and left
+as it is for `run` to finish.
 """
 
 from __future__ import annotations
@@ -278,8 +283,10 @@ def verified_results(
 
 def verified_result(path: Path, split, registry=None) -> dict[str, Any]:
     """One result file read and verified against `split` (run's up-to-date check, rerank's first stage)."""
+    from harness.output_set import report_unfinished
     from harness.runs.results import check_result_place
 
+    report_unfinished(Path(path).parent)  # a reader here (rerank's first stage): it never finishes the write
     res = read_result(path)
     check_result_place(Path(path), res)
     return verify(path, res, split, registry)
