@@ -41,7 +41,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from harness.data.documents import Document
-    from harness.provenance import device_name
+    from harness.foundation.provenance import device_name
     from plugins.bm25.config import BM25Config
     from plugins.bm25.system import BM25System
     from plugins.bm25.tokenize import tokenize

@@ -17,7 +17,7 @@ import json
 import re
 from pathlib import Path
 
-from harness.atomic import atomic_write_text
+from harness.foundation.atomic import atomic_write_text
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

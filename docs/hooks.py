@@ -193,7 +193,7 @@ def locations_table() -> str:
 
     from tabulate import tabulate
 
-    from harness import locations
+    from harness.foundation import locations
 
     placeholders = {locations.HOME_ENV: "<home>", locations.CACHE_ENV: "<cache>", "HF_HUB_CACHE": "<HF cache>"}
     cleared = [

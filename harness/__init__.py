@@ -8,8 +8,8 @@ from __future__ import annotations
 
 
 def __getattr__(name: str):
-    if name == "__version__":  # from build-time metadata (harness.provenance), read on first use
-        from harness.provenance import harness_version
+    if name == "__version__":  # from build-time metadata (harness.foundation.provenance), read on first use
+        from harness.foundation.provenance import harness_version
 
         return harness_version()
     raise AttributeError(f"module 'harness' has no attribute {name!r}")

@@ -14,14 +14,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from harness.atomic import atomic_open, atomic_write_text
 from harness.config import config_sections
 from harness.data.collection import Collection, load_collection
 from harness.data.documents import Document
 from harness.errors import DataError, HarnessError
 from harness.evaluation.ranking import check_finite, top_k
+from harness.foundation.atomic import atomic_open, atomic_write_text
+from harness.foundation.provenance import device_name
 from harness.hookspecs import hookimpl
-from harness.provenance import device_name
 from harness.specs import CollectionSpec, SystemSpec
 from harness.system_meta import Backbone, SystemMeta
 

@@ -9,9 +9,9 @@ import sys
 import traceback
 from pathlib import Path
 
-from harness import atomic, locations  # noqa: F401  (atomic: the umask is read before any plugin runs)
 from harness.errors import HarnessError
 from harness.evaluation.split_settings import DEFAULT_AUTHOR_FRACTION, POOLS, SEEDS
+from harness.foundation import atomic, locations  # noqa: F401  (atomic: the umask is read before any plugin runs)
 
 MAX_RESAMPLES = 1_000_000  # compare --resamples: more would run for hours and hold gigabytes
 
@@ -422,8 +422,8 @@ def cmd_submit(args) -> int:
 
 
 def cmd_train(args) -> int:
-    from harness import progress
     from harness.config import parse_set_args
+    from harness.foundation import progress
     from harness.runs.train_job import train_job
 
     with progress.enabled(not args.no_progress):
@@ -453,7 +453,7 @@ def cmd_curate(args) -> int:
         ner=args.ner,
         device=args.device,
     )
-    from harness import progress
+    from harness.foundation import progress
 
     locations.checked_output(args.out, "--out")
 
@@ -551,10 +551,10 @@ def cmd_reproduce(args) -> int:
 
 
 def cmd_stage(args) -> int:
-    from harness import locations
     from harness.experiments.plan import Plan
     from harness.experiments.reproduce import load
     from harness.experiments.staging import pack, unpack
+    from harness.foundation import locations
 
     if args.action == "pack":
         if not args.experiment:
@@ -580,8 +580,8 @@ def cmd_stage(args) -> int:
 def cmd_models(args) -> int:
     from tabulate import tabulate
 
-    from harness import locations
     from harness.experiments.store import stored_models
+    from harness.foundation import locations
 
     rows = []
     for mid, folder, card in stored_models():
@@ -1188,7 +1188,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version_line() -> str:
-    from harness.provenance import git_commit, harness_version
+    from harness.foundation.provenance import git_commit, harness_version
 
     commit = git_commit()
     return f"{harness_version()} (commit {commit[:12]}{'-dirty' if commit.endswith('-dirty') else ''})"

@@ -165,7 +165,7 @@ def _distribution(pm: pluggy.PluginManager, plugin: object) -> tuple[str, str]:
     module = getattr(plugin, "__name__", None) or type(plugin).__module__
     top = module.split(".")[0]
     if top in ("harness", "plugins"):  # the built-ins ship with the harness: its build-time version
-        from harness.provenance import harness_version
+        from harness.foundation.provenance import harness_version
 
         return "aa-harness", harness_version()
     for dist in md.packages_distributions().get(top, []):

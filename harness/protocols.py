@@ -45,7 +45,7 @@ class DenseRanker:
         self.encoder = encoder
 
     def rank(self, queries: Sequence[Document], candidates: Sequence[Document], k: int) -> Rankings:
-        from harness.progress import encode_with_progress, phase
+        from harness.foundation.progress import encode_with_progress, phase
 
         device = _device_of(self.encoder)
         # ids taken before any plugin code runs: an encoder cannot rename what it is handed

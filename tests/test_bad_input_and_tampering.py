@@ -695,7 +695,7 @@ def test_genre_labels_are_compared_after_normalising_whitespace(tmp_path):
 def test_stale_tmp_files_are_cleaned_on_the_next_write(tmp_path):
     import time
 
-    from harness.atomic import STALE_SECONDS, atomic_write_text
+    from harness.foundation.atomic import STALE_SECONDS, atomic_write_text
 
     target = tmp_path / "seed-0.json"
     dead = tmp_path / ".seed-0.json.99999999.abcd1234.tmp"  # no process has that id
@@ -717,11 +717,11 @@ def test_a_writer_killed_with_sigkill_leaves_a_tmp_file_that_the_next_write_remo
     import subprocess
     import time
 
-    from harness.atomic import atomic_write_text
+    from harness.foundation.atomic import atomic_write_text
 
     target = tmp_path / "seed-0.rankings.jsonl.gz"
     code = (
-        "import sys, time; from harness.atomic import atomic_open\n"
+        "import sys, time; from harness.foundation.atomic import atomic_open\n"
         f"with atomic_open({str(target)!r}, 'w', gz=True) as f:\n"
         "    f.write('partial'); f.flush(); print('writing', flush=True); time.sleep(60)\n"
     )
@@ -747,8 +747,8 @@ def test_a_writer_killed_with_sigkill_leaves_a_tmp_file_that_the_next_write_remo
 def test_written_files_follow_the_umask_the_process_started_with(tmp_path, monkeypatch):
     """The mode comes from the umask read when the harness was imported; one set later (by a plugin)
     changes nothing."""
-    from harness import atomic
-    from harness.atomic import atomic_write_text
+    from harness.foundation import atomic
+    from harness.foundation.atomic import atomic_write_text
 
     previous = os.umask(0o000)
     try:

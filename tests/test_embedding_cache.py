@@ -109,7 +109,7 @@ def _forge(root, case, tmp_path):
 
         from harness.neural.embed_cache import shard_checksum
 
-        with mock.patch("harness.user_key.user_key", return_value=b"another user's key, 32 bytes...."):
+        with mock.patch("harness.foundation.user_key.user_key", return_value=b"another user's key, 32 bytes...."):
             resealed = shard_checksum("model-a", 512, sha, vec[::-1].copy())
         _save(path, sha=sha, vec=vec[::-1].copy(), checksum=np.asarray(resealed))
     elif case == "checksum of other texts":

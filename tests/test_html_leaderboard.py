@@ -252,7 +252,7 @@ def test_kill_9_mid_site_write_leaves_one_whole_site_and_the_users_files(tmp_pat
     import time
     from pathlib import Path
 
-    from harness.output_set import recover
+    from harness.foundation.output_set import recover
 
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": str(root)}

@@ -1,6 +1,7 @@
 """The harness's layers: every import (module-level or inside a function) points down, no cycles.
 
-Layers, bottom to top (ARCHITECTURE.md): foundation modules; data; evaluation; the neural core;
+Layers, bottom to top (ARCHITECTURE.md): foundation (the `harness.foundation` package, with the
+contract modules errors, specs, system_meta, hookspecs); data; evaluation; the neural core;
 its speed layer (`neural/fast`); the system contract, registry and neural assemblies; runs;
 reports; experiments (the step graph over the jobs); the CLI. The harness never imports a plugin package.
 """
@@ -11,21 +12,18 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# Layer 0: the package, the contract modules every layer reads (errors, specs, system_meta,
+# hookspecs), the read-only record, and the foundation package (harness/foundation/, every module in it).
 FOUNDATION = {
     "harness",
     "harness.errors",
-    "harness.atomic",
-    "harness.provenance",
     "harness.specs",
     "harness.system_meta",
     "harness.hookspecs",
-    "harness.locations",
     "harness.splits",
-    "harness.progress",
-    "harness.hardware",
-    "harness.output_set",
-    "harness.user_key",
 }
+FOUNDATION_PACKAGE = "harness.foundation"
+
 ASSEMBLY = {
     "harness.api",
     "harness.protocols",
@@ -37,7 +35,7 @@ ASSEMBLY = {
 
 
 def layer(module: str) -> int:
-    if module in FOUNDATION:
+    if module in FOUNDATION or module == FOUNDATION_PACKAGE or module.startswith(FOUNDATION_PACKAGE + "."):
         return 0
     if module in ASSEMBLY:
         return 5
@@ -110,6 +108,20 @@ def test_no_import_cycles():
         if m not in state:
             visit(m, [m])
     assert not cycles, "\n".join(cycles)
+
+
+def test_the_foundation_package_imports_only_itself_and_the_errors():
+    """harness/foundation/ sits at the bottom: from the harness it reads only its own modules and
+    harness.errors (nothing of the contract, the data or anything above)."""
+    allowed = {"harness", "harness.errors"}
+    found = [
+        f"{m} imports {t}"
+        for m, targets in graph().items()
+        if m == FOUNDATION_PACKAGE or m.startswith(FOUNDATION_PACKAGE + ".")
+        for t in targets
+        if t not in allowed and t != FOUNDATION_PACKAGE and not t.startswith(FOUNDATION_PACKAGE + ".")
+    ]
+    assert not found, "\n".join(found)
 
 
 def test_the_harness_imports_no_plugin():

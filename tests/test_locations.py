@@ -1,4 +1,4 @@
-"""Where the harness reads and writes (harness.locations): flag > environment > per-user home;
+"""Where the harness reads and writes (harness.foundation.locations): flag > environment > per-user home;
 nothing but the read-only record is resolved from the install folder; `where`, `--debug` and
 one-line OSErrors in the CLI."""
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import locations
 from harness.cli import main
+from harness.foundation import locations
 from tests.conftest import RECORD, ROOT
 
 
@@ -220,7 +220,7 @@ def test_recorded_commit_is_the_harness_own_inside_another_repository(tmp_path, 
     import sys
     import types
 
-    from harness import provenance
+    from harness.foundation import provenance
 
     user = tmp_path / "user-repo"
     user.mkdir()

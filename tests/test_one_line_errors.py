@@ -475,7 +475,7 @@ FULL = {
 def test_a_full_disk_mid_set_is_one_line_and_keeps_the_old_set(
     demo_runs, corpus, tmp_path, capsys, monkeypatch, verb, after
 ):
-    from harness.output_set import Stage
+    from harness.foundation.output_set import Stage
 
     out = tmp_path / "out"
     args = FULL[verb](demo_runs, out, tmp_path)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.output_set import PREFIX, recover, report_unfinished, settled
+from harness.foundation.output_set import PREFIX, recover, report_unfinished, settled
 from tests.hostile import COMMITTED, hostile, snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,7 +31,7 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 KILL_AT = """
 import json, os, sys
 from pathlib import Path
-from harness import output_set
+from harness.foundation import output_set
 
 k, spec = int(sys.argv[1]), json.loads(sys.argv[2])
 calls = 0
@@ -132,7 +132,7 @@ def test_a_kill_at_every_step_leaves_every_folder_old_or_every_folder_new(tmp_pa
         assert proc.returncode in (0, 9), (k, proc.stderr)
         before = snapshot(root)
         caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="harness.output_set"):
+        with caplog.at_level(logging.WARNING, logger="harness.foundation.output_set"):
             unfinished = [e for f in _folders(root) for e in report_unfinished(f)]
         lines = [r.getMessage() for r in caplog.records if "interrupted write" in r.getMessage()]
         assert len(lines) == (1 if unfinished else 0), (k, lines)  # one line for the whole set
@@ -167,7 +167,7 @@ def test_a_kill_at_every_step_leaves_every_folder_old_or_every_folder_new(tmp_pa
 LOOP = """
 import sys
 from pathlib import Path
-from harness.output_set import write_files_as_set
+from harness.foundation.output_set import write_files_as_set
 root = Path(sys.argv[1])
 n = int(sys.argv[2])
 while True:

@@ -16,7 +16,7 @@ import pytest
 
 from harness.cli import main
 from harness.errors import HarnessError
-from harness.output_set import (
+from harness.foundation.output_set import (
     PREFIX,
     recover,
     staged_output,
@@ -206,7 +206,7 @@ def test_a_writer_holds_the_folder_lock_until_its_set_is_in_place(tmp_path):
 
 WRITER = """
 import sys, time
-from harness.output_set import staged_output
+from harness.foundation.output_set import staged_output
 n = int(sys.argv[2])
 with staged_output(sys.argv[1]) as stage:
     for i in range(40):
@@ -283,7 +283,7 @@ def test_kill_9_during_run_leaves_results_that_verify(tmp_path):
 @hostile("output sets", "held")
 def test_files_of_several_folders_are_staged_beside_each_never_in_a_common_parent(tmp_path):
     """topics --out /dev/shm/l.json --labelled-out /tmp/x/c.jsonl once staged in `/` and failed across devices."""
-    from harness.output_set import write_files_as_set
+    from harness.foundation.output_set import write_files_as_set
 
     a, b = tmp_path / "one" / "l.json", tmp_path / "two" / "deep" / "c.jsonl"
     write_files_as_set({a: "labels", b: b"corpus"})
@@ -294,7 +294,7 @@ def test_files_of_several_folders_are_staged_beside_each_never_in_a_common_paren
 @hostile("output sets", "held")
 def test_a_set_across_folders_that_fails_changes_nothing(tmp_path):
     from harness.errors import HarnessError
-    from harness.output_set import write_files_as_set
+    from harness.foundation.output_set import write_files_as_set
 
     a = tmp_path / "one" / "l.json"
     a.parent.mkdir()
@@ -360,7 +360,7 @@ def test_a_reader_of_a_run_folder_killed_mid_pair_sees_the_old_pair_or_the_new_o
     """A writer of seed 0's result and rankings dies before each file-system step in turn (after the
     commit that can leave the new result beside the old rankings): leaderboard and both exports exit 0
     with the old figures or the new ones, never a mix, say so in one line, and change nothing."""
-    from harness import output_set
+    from harness.foundation import output_set
 
     runs = tmp_path / "runs"
     shutil.copytree(COMMITTED / "demo" / "bm25", runs / "demo" / "bm25")

@@ -30,11 +30,11 @@ def test_the_listed_packages_are_the_source_trees_and_the_record():
 
 
 def test_the_record_is_the_top_level_splits_folder_installed_or_on_the_path():
-    from harness.locations import record_splits_dir
+    from harness.foundation.locations import record_splits_dir
 
     assert record_splits_dir().resolve() == (ROOT / "splits").resolve()
     # Without site (no editable install's finder), as a source tree put on PYTHONPATH is read.
-    code = "from harness.locations import record_splits_dir; print(record_splits_dir())"
+    code = "from harness.foundation.locations import record_splits_dir; print(record_splits_dir())"
     out = subprocess.run(
         [sys.executable, "-S", "-c", code],
         env={**os.environ, "PYTHONPATH": str(ROOT)},

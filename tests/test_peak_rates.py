@@ -3,7 +3,7 @@ achievable reference beside it; the performance page states shares of the dense 
 
 from __future__ import annotations
 
-from harness.hardware import (
+from harness.foundation.hardware import (
     ACHIEVABLE_BF16_TFLOPS,
     DENSE_BF16_PEAK_TFLOPS,
     achievable_bf16_tflops,

@@ -424,7 +424,7 @@ def test_a_plugin_exiting_while_registering_is_left_out_with_a_warning(how):
 def test_a_plugin_that_clears_the_umask_cannot_make_results_world_writable(fake, tmp_path, coll, capsys):
     import stat
 
-    from harness import atomic
+    from harness.foundation import atomic
 
     Act.build = lambda: os.umask(0)
     before = os.umask(0o022)

@@ -26,7 +26,7 @@ class SlowEncoder:
 
 
 def test_slow_encoding_is_estimated_and_warned_with_advice(monkeypatch, capsys):
-    from harness import progress
+    from harness.foundation import progress
     from harness.protocols import DenseRanker
 
     monkeypatch.setenv("AA_HARNESS_WARN_SECONDS", "0.05")
@@ -41,7 +41,7 @@ def test_slow_encoding_is_estimated_and_warned_with_advice(monkeypatch, capsys):
 
 def test_a_slow_first_chunk_alone_does_not_warn(monkeypatch, capsys):
     """One-time costs (CUDA start, compilation, dequantization) land in the first chunk: no warning from it."""
-    from harness import progress
+    from harness.foundation import progress
 
     class WarmUpThenFast(SlowEncoder):
         calls = 0
@@ -61,7 +61,7 @@ def test_a_slow_first_chunk_alone_does_not_warn(monkeypatch, capsys):
 
 def test_cached_first_documents_do_not_hide_a_slow_model(monkeypatch, capsys):
     """The first documents come from an embedding cache (instant); the rest are slow: still warned."""
-    from harness import progress
+    from harness.foundation import progress
 
     class CachedThenSlow(SlowEncoder):
         seen = 0

@@ -8,16 +8,16 @@ import os
 import re
 from pathlib import Path
 
-from harness import locations
-from harness.atomic import atomic_write_text
-from harness.provenance import git_commit
+from harness.foundation import locations
+from harness.foundation.atomic import atomic_write_text
+from harness.foundation.provenance import git_commit
 
 _CHECKOUT = Path(__file__).resolve().parents[1]  # benchmarks/ when this package runs from its checkout
 
 
 def results_dir() -> Path:
     """Where results go without --out: $AA_HARNESS_BENCH_DIR, else the checkout's benchmarks/results,
-    else <home>/bench (harness.locations; an installed copy has no checkout beside it)."""
+    else <home>/bench (harness.foundation.locations; an installed copy has no checkout beside it)."""
     if os.environ.get(locations.BENCH_ENV):
         return locations.bench_dir()
     if (_CHECKOUT / "pyproject.toml").is_file() and (_CHECKOUT / "aa_harness_bench").is_dir():

@@ -38,7 +38,7 @@ def device_facts(device: torch.device) -> dict:
         facts["device_name"] = torch.cuda.get_device_name(device)
         facts["cuda"] = torch.version.cuda
     else:
-        from harness.provenance import device_name
+        from harness.foundation.provenance import device_name
 
         facts["device_name"] = device_name()
     facts["python"] = platform.python_version()

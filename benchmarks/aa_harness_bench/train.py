@@ -143,8 +143,8 @@ def _figures(timing: dict, flops: dict, tokens: int, items: int, unit: str, peak
 
 
 def dense_peak_tflops(device) -> float | None:
-    """The card's dense bf16 peak (harness.hardware), which `share_of_peak` divides by; None off CUDA."""
-    from harness.hardware import dense_bf16_peak_tflops
+    """The card's dense bf16 peak (harness.foundation.hardware), which `share_of_peak` divides by; None off CUDA."""
+    from harness.foundation.hardware import dense_bf16_peak_tflops
 
     return dense_bf16_peak_tflops(torch.cuda.get_device_name(device)) if device.type == "cuda" else None
 

@@ -22,8 +22,8 @@ from typing import Any
 from harness.data.collection import load_collection
 from harness.data.corpus_folders import corpora_dir, corpus_file, hrs_dir
 from harness.errors import DataError
+from harness.foundation.locations import HRS_ENV
 from harness.hookspecs import hookimpl
-from harness.locations import HRS_ENV
 from harness.specs import CollectionSpec
 
 HAYSTACK = ("blogs-background.jsonl.gz", "enron.jsonl.gz")
@@ -99,7 +99,7 @@ def all_view_collection(name: str, data_dir=None):
 
 def topic_labels_path(name: str) -> Path:
     """A built-in collection's committed topic labels, in the package's read-only record."""
-    from harness.locations import record_splits_dir
+    from harness.foundation.locations import record_splits_dir
 
     return record_splits_dir() / name / "topic-labels.json"
 

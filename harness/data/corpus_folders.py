@@ -1,11 +1,11 @@
-"""The data folders a collection reads, as resolved by harness.locations, checked to exist."""
+"""The data folders a collection reads, as resolved by harness.foundation.locations, checked to exist."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from harness import locations
 from harness.errors import DataError
+from harness.foundation import locations
 
 
 def corpora_dir(data_dir: str | Path | None = None) -> Path:

@@ -21,12 +21,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from harness.atomic import atomic_open, atomic_write_text
 from harness.data.collection import read_documents
 from harness.data.documents import Document
 from harness.data.jsonl import iter_jsonl
 from harness.errors import DataError
-from harness.progress import encode_with_progress, phase
+from harness.foundation.atomic import atomic_open, atomic_write_text
+from harness.foundation.progress import encode_with_progress, phase
 
 _log = logging.getLogger(__name__)
 

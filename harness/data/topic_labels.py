@@ -26,8 +26,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from harness.atomic import atomic_write_text
 from harness.errors import DataError
+from harness.foundation.atomic import atomic_write_text
 
 LABELS_SCHEMA = 1
 
@@ -198,7 +198,7 @@ def load_or_derive(texts: Mapping[str, str], settings: TopicSettings, path: Path
     A labels file for other texts or settings is ignored (not an error): the split manifests
     then refuse the new labels through their source fingerprint.
     """
-    from harness.output_set import report_unfinished, settled
+    from harness.foundation.output_set import report_unfinished, settled
 
     if path is not None:  # a labels file of an unfinished `topics` set is read as its last complete state
         report_unfinished(Path(path).parent)
@@ -251,7 +251,7 @@ def write_topic_outputs(labels: TopicLabels, docs: Mapping, out: Path | None, la
     import io
     import json
 
-    from harness.output_set import write_files_as_set
+    from harness.foundation.output_set import write_files_as_set
 
     if out and labelled_out and Path(out).resolve() == Path(labelled_out).resolve():
         raise DataError(f"--out and --labelled-out name the same file {out}")

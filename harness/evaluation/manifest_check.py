@@ -6,7 +6,7 @@ builder is deterministic and the manifest records its settings (author fraction,
 dissimilarity rule), so rebuilding it from the collection is a check no edit survives. A passed
 check is remembered in the cache folder under the collection's fingerprint and the manifest
 file's sha256, so it costs the build once; the record carries an HMAC under the user's key
-(harness.user_key), so a record planted in the cache grants nothing.
+(harness.foundation.user_key), so a record planted in the cache grants nothing.
 
 Without the data (a results folder read on a machine without the corpus) the checks that need
 no data still apply: the file's own sha256, the seed and collection against the file's place,
@@ -29,8 +29,8 @@ CHECKS_FOLDER = "manifest-checks"
 
 
 def cache_dir() -> Path:
-    """Where passed checks are remembered: <cache>/manifest-checks (see harness.locations)."""
-    from harness.locations import cache_dir as cache
+    """Where passed checks are remembered: <cache>/manifest-checks (see harness.foundation.locations)."""
+    from harness.foundation.locations import cache_dir as cache
 
     return cache() / CHECKS_FOLDER
 
@@ -42,7 +42,7 @@ def _parts(split) -> tuple[str, str, str]:
 def is_checked(split) -> bool:
     """Whether this manifest passed the rebuild check here before (no data needed to ask): a
     record under its key whose HMAC the user's key makes."""
-    from harness.user_key import verify
+    from harness.foundation.user_key import verify
 
     try:
         record = json.loads(_key(split).read_text(encoding="utf-8"))
@@ -60,8 +60,8 @@ def _key(split) -> Path:
 
 def record_checked(split) -> None:
     try:
-        from harness.atomic import atomic_write_text
-        from harness.user_key import sign
+        from harness.foundation.atomic import atomic_write_text
+        from harness.foundation.user_key import sign
 
         atomic_write_text(
             _key(split),

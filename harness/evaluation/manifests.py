@@ -110,7 +110,7 @@ def write_manifest(split: Split, splits_dir: Path) -> Path:
 
 def write_manifests(splits: Sequence[Split], splits_dir: Path) -> list[Path]:
     """The manifests of several seeds, written as one set (a crash leaves all old or all new)."""
-    from harness.output_set import write_output_set
+    from harness.foundation.output_set import write_output_set
 
     if not splits:
         return []

@@ -11,9 +11,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from harness.atomic import atomic_write_text
 from harness.experiments.plan import DONE, Plan
 from harness.experiments.spec import ExperimentError, Step
+from harness.foundation.atomic import atomic_write_text
 
 _log = logging.getLogger(__name__)
 

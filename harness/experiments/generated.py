@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.atomic import atomic_open
+from harness.foundation.atomic import atomic_open
 
 
 def write_generated(name: str, path: Path) -> None:

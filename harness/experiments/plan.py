@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import locations
 from harness.experiments.spec import UNPINNED, Experiment, ExperimentError, Step
+from harness.foundation import locations
 
 DONE = "done.json"
 

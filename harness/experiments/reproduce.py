@@ -130,9 +130,9 @@ def data_read_by(exp: Experiment, todo: Sequence[str]) -> list[str]:
 
 
 def reproduce(registry, path: str | Path, opts: Options, out=print) -> int:
-    from harness import locations
     from harness.experiments import executors
     from harness.experiments.actions import perform
+    from harness.foundation import locations
 
     exp = narrow(load(path, registry), opts.collections)
     runs_dir = Path(locations.runs_dir(opts.runs_dir)).resolve()

@@ -12,16 +12,16 @@ import os
 from pathlib import Path
 from typing import BinaryIO
 
-from harness.atomic import atomic_write_text
 from harness.errors import HarnessError
 from harness.experiments.plan import Plan, file_sha256
+from harness.foundation.atomic import atomic_write_text
 
 MANIFEST = "stage.json"
 
 
 def _sources(plan: Plan, names: list[str] | None) -> list[tuple[str, Path]]:
     """(where it goes, local path) of the experiment's data files and backbones' local copies."""
-    from harness import locations
+    from harness.foundation import locations
     from harness.neural.models import ModelNotFoundError, resolve_model
 
     out: list[tuple[str, Path]] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness import locations
+from harness.foundation import locations
 
 
 def stored_models(store: Path | None = None) -> list[tuple[str, Path, dict[str, Any]]]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from harness.atomic import atomic_open, atomic_write_text
+from harness.foundation.atomic import atomic_open, atomic_write_text
 
 
 def save_checkpoint(folder: Path, model: torch.nn.Module, optimizer, progress: dict) -> None:

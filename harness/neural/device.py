@@ -36,6 +36,6 @@ def device_label(device: torch.device) -> str:
     if device.type == "cuda":
         n = torch.cuda.device_count()
         return f"cuda: {torch.cuda.get_device_name(device)}" + (f" (x{n} visible)" if n > 1 else "")
-    from harness.provenance import device_name
+    from harness.foundation.provenance import device_name
 
     return device_name()

@@ -4,7 +4,7 @@ A document that appears in several seeds or collections is encoded once; a crash
 resumes from what was cached, since each shard is written atomically as soon as it is done.
 Layout: <root>/<model key>/len-<max_length>/shard-<n>.npz (arrays `sha`, `vec` and `checksum`).
 
-A shard is trusted only when its checksum, an HMAC under the user's key (harness.user_key) over
+A shard is trusted only when its checksum, an HMAC under the user's key (harness.foundation.user_key) over
 the model key, the max length, the texts' hashes and the vectors' bytes, matches: a shard edited
 (and resealed), truncated, copied from another model, max length or user, or written before
 checksums is set aside as `shard-<n>.npz.refused` and its texts are encoded again. Shards load with allow_pickle=False, so a shard cannot run code.
@@ -20,14 +20,14 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from harness import locations
-from harness.atomic import atomic_open
+from harness.foundation import locations
+from harness.foundation.atomic import atomic_open
 
 log = logging.getLogger(__name__)
 
 
 def shard_checksum(key: str, max_length: int, shas: np.ndarray, vecs: np.ndarray) -> str:
-    from harness.user_key import sign
+    from harness.foundation.user_key import sign
 
     h = hashlib.sha256()
     for s in shas.tolist():
@@ -36,7 +36,7 @@ def shard_checksum(key: str, max_length: int, shas: np.ndarray, vecs: np.ndarray
 
 
 def cache_root() -> Path:
-    """$AA_HARNESS_CACHE, else the per-user cache folder (harness.locations)."""
+    """$AA_HARNESS_CACHE, else the per-user cache folder (harness.foundation.locations)."""
     return locations.cache_dir()
 
 

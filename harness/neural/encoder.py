@@ -145,7 +145,7 @@ def embed_features(
 ) -> np.ndarray:
     """Embed features in token-budget batches; returns float32 rows in input order.
 
-    progress: a bar of its own (`harness.progress.phase(desc)`, documents, with the time left);
+    progress: a bar of its own (`harness.foundation.progress.phase(desc)`, documents, with the time left);
     advance: a caller's bar instead, moved by each batch's documents. Neither changes the batches.
 
     amp: bf16 autocast on CUDA (for fp32 master weights in training); a model already in its
@@ -161,7 +161,7 @@ def embed_features(
             return _embed_features(
                 model, features, device, max_tokens=budget, max_batch=max_batch, amp=amp, advance=advance
             )
-        from harness.progress import phase
+        from harness.foundation.progress import phase
 
         with phase(desc, len(features), "doc") as own:
             return _embed_features(
@@ -221,8 +221,8 @@ def encode_texts(
 
     Under torchrun (several processes) the texts are sharded over the ranks' devices.
     """
+    from harness.foundation.progress import phase
     from harness.neural.distributed import world_size
-    from harness.progress import phase
 
     with phase(desc, len(texts), "doc") if progress else contextlib.nullcontext(None) as advance:
 

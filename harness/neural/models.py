@@ -5,7 +5,7 @@ comparable across machines. `resolve_model` looks, in this order:
 
 1. the reference itself, when it is a local folder;
 2. ``$AA_HARNESS_MODEL_DIR/<last part of the id>`` (a folder of local copies);
-3. ``<cache>/models/<last part>`` (harness.locations: $AA_HARNESS_CACHE or the per-user cache);
+3. ``<cache>/models/<last part>`` (harness.foundation.locations: $AA_HARNESS_CACHE or the per-user cache);
 4. the local Hugging Face cache (a snapshot downloaded earlier);
 5. the hub, only when it answers within a few seconds (and never with ``HF_HUB_OFFLINE=1``).
 
@@ -24,9 +24,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from harness import locations
 from harness.errors import HarnessError
-from harness.locations import MODEL_DIR_ENV
+from harness.foundation import locations
+from harness.foundation.locations import MODEL_DIR_ENV
 
 HUB_TIMEOUT_ENV = "AA_HARNESS_HUB_TIMEOUT"  # seconds for the hub probe (default 5)
 

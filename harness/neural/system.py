@@ -73,8 +73,8 @@ class EncoderSystem:
         return vecs
 
     def rank(self, queries: Sequence[Document], candidates: Sequence[Document], k: int):
+        from harness.foundation.progress import encode_with_progress, phase
         from harness.neural.search import top_k_by_backend
-        from harness.progress import encode_with_progress, phase
 
         label = self.device_name()
         self._in_phase = True

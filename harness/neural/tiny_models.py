@@ -35,7 +35,7 @@ def tiny_folder(ref: str) -> str:
     import shutil
     import tempfile
 
-    from harness import locations
+    from harness.foundation import locations
 
     arch, seed = parse(ref)
     folder = locations.cache_dir() / "tiny" / f"{arch}-{seed}"

@@ -32,9 +32,9 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import torch
 
-from harness import progress as progress_module
-from harness.atomic import atomic_write_text
 from harness.errors import HarnessError
+from harness.foundation import progress as progress_module
+from harness.foundation.atomic import atomic_write_text
 from harness.neural import distributed as D
 from harness.neural.checkpoint import load_checkpoint, save_checkpoint
 from harness.neural.device import autocast, device_label, pick_device

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import DataError
-from harness.locations import manifest_dirs
+from harness.foundation.locations import manifest_dirs
 from harness.reports.system_catalog import Catalog
 
 # The pages name no folder, so the same runs give the same pages from any install or folder.

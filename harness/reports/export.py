@@ -24,7 +24,7 @@ from pathlib import Path
 from harness.errors import DataError
 from harness.evaluation import metric_table
 from harness.evaluation.metrics import mean_sd
-from harness.output_set import write_output_set
+from harness.foundation.output_set import write_output_set
 from harness.reports.leaderboard import load_runs, plugin_version, run_order
 
 FORMATS = ("csv", "json", "trec")
@@ -125,7 +125,7 @@ def export_tables(runs_dir: Path, out_dir: Path, fmt: str = "csv", record: Path 
     runs = load_runs(Path(runs_dir), record=record)  # verified; a missing runs folder is an error
     if not runs:
         raise DataError(f"{runs_dir}: no results to export (is it the runs folder? --runs-dir)")
-    from harness.locations import manifest_dirs
+    from harness.foundation.locations import manifest_dirs
 
     tables = {
         "leaderboard": leaderboard_rows(runs, manifest_dirs(runs_dir)),

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from harness.provenance import development_checkout
+from harness.foundation.provenance import development_checkout
 
 
 @dataclass(frozen=True)

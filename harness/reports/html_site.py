@@ -396,7 +396,7 @@ def write_site(out_dir: Path, files: dict[str, str]) -> Path:
     the marker and runs/, whose pages of runs since removed are deleted with the commit. Files the
     harness does not write (a .git, a CNAME) are kept. A folder that holds something else is refused.
     With the Markdown pages, leaderboard.write_pages writes both as one set."""
-    from harness.output_set import write_output_set
+    from harness.foundation.output_set import write_output_set
 
     check_site_folder(out_dir)
     content, replace = site_set(files)

@@ -473,7 +473,7 @@ def write_pages(
     results the runs folder no longer holds), and write the HTML site (folder, pages) when given: all
     one set, so a kill leaves the old pages and site or the new ones, and a retired page goes only with
     the new set. Returns the paths of the pages written."""
-    from harness.output_set import staged_sets
+    from harness.foundation.output_set import staged_sets
 
     out_dir = Path(out_dir)
     folders = [out_dir]

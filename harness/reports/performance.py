@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.data.jsonl import read_json
 from harness.errors import DataError
-from harness.hardware import (
+from harness.foundation.hardware import (
     ACHIEVABLE_BF16_TFLOPS,
     DENSE_BF16_PEAK_TFLOPS,
     share_of_dense_peak,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.atomic import atomic_open
+from harness.foundation.atomic import atomic_open
 from harness.reports.system_catalog import Catalog, registered
 
 MAX_SERIES = 8

@@ -18,14 +18,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.errors import DataError
-from harness.output_set import write_output_set
+from harness.foundation.output_set import write_output_set
 from harness.reports.board import load_runs
 
 
 def trec_files(runs_dir: Path, splits_dir: Path | None = None, record: Path | None = None) -> dict[str, str]:
     """Relative path under the export folder -> TREC text, for every verified run and seed."""
     from harness.evaluation.manifests import find_manifest, read_manifest
-    from harness.locations import manifest_dirs
+    from harness.foundation.locations import manifest_dirs
     from harness.runs.results import rankings_path, read_rankings, result_path
     from harness.runs.trec import format_qrels, format_run
 

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator, NamedTuple, Sequence, TypeVar
 
-from harness import locations
 from harness.config import build_config, config_dict
 from harness.data.collection import Collection, load_collection
 from harness.errors import HarnessError
 from harness.evaluation.split import Split
 from harness.evaluation.split_settings import SEEDS
 from harness.evaluation.split_store import get_splits
+from harness.foundation import locations
 from harness.plugins import Registry
 from harness.runs.models import addressed_config, check_card, with_card_backbone
 from harness.runs.results import absolute, config_differences, read_result
@@ -36,7 +36,7 @@ class CollectionJob:
     run_name: str | None = None  # None: the system's name (a rerank: first stage + reranker)
     depth: int = 100
     overwrite: bool = False
-    runs_dir: Path | None = None  # None: harness.locations.runs_dir()
+    runs_dir: Path | None = None  # None: harness.foundation.locations.runs_dir()
     splits_dir: Path | None = None  # None: see split_places
     data_dir: str | None = None
     author_fraction: float | None = None  # None: the collection's default (else DEFAULT_AUTHOR_FRACTION)
@@ -194,8 +194,8 @@ def check_one_config(run_dir: Path, system: str, config: dict, seeds: Sequence[i
 def run_folder_lock(run_dir: Path) -> Iterator[None]:
     """One writer of a run folder at a time (a second waits, then finds what the first wrote); a
     folder made only for the lock is removed again if nothing was written into it."""
-    from harness.atomic import make_dirs
-    from harness.output_set import writer_lock
+    from harness.foundation.atomic import make_dirs
+    from harness.foundation.output_set import writer_lock
 
     made = [p for p in (run_dir, *run_dir.parents) if not p.exists()]
     make_dirs(run_dir)

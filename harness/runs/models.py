@@ -22,8 +22,8 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from harness.atomic import atomic_write_text
 from harness.data.documents import Document
+from harness.foundation.atomic import atomic_write_text
 
 CARD = "aa_model.json"
 CARD_VERSION = 1

@@ -104,10 +104,10 @@ def rankings_path(result: Path) -> Path:
 
 
 def settled_path(path: Path) -> Path:
-    """Where a run folder's file is read: in its last complete state (harness.output_set.settled), i.e.
+    """Where a run folder's file is read: in its last complete state (harness.foundation.output_set.settled), i.e.
     the staged copy while a killed writer's committed pair is unfinished. Changes nothing: `run`,
     which owns the folder, finishes the pair."""
-    from harness.output_set import settled
+    from harness.foundation.output_set import settled
 
     path = Path(path)
     found = settled(path.parent, path.name)
@@ -206,7 +206,7 @@ def write_result(path: Path, result: dict[str, Any], rankings: dict[str, list[tu
     Raises HarnessError, writing nothing, when the result is not plain JSON (e.g. what a system's
     describe() returned holds an object JSON cannot store).
     """
-    from harness.output_set import write_output_set
+    from harness.foundation.output_set import write_output_set
 
     path = Path(path)
     check_runs_dir(path.parent.parent.parent, path.parent.parent.name, path.parent.name)  # no link swapped in
@@ -265,7 +265,7 @@ def check_result_place(path: Path, res: Mapping[str, Any]) -> None:
 def iter_results(runs_dir: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
     """Every result under runs_dir in its last complete state (a seed an unfinished pair adds is
     there), checked to sit where its fields say (collection/run name/seed)."""
-    from harness.output_set import PREFIX, settled_glob
+    from harness.foundation.output_set import PREFIX, settled_glob
 
     for run_dir in sorted(p for p in Path(runs_dir).glob("*/*") if p.is_dir() and not p.name.startswith(PREFIX)):
         for name in settled_glob(run_dir, "seed-*.json"):

@@ -88,7 +88,7 @@ def run_job(registry: Registry, job: RunJob, log=_log.info) -> list[RunOutcome]:
 def _run_system(job: RunJob, spec, configured, collection, splits, runs_dir: Path, name: str, log) -> list[RunOutcome]:
     """One system's seeds, under its run folder's lock: the config check again (another writer may
     have added seeds while this one waited), then every seed that is not up to date."""
-    from harness import progress
+    from harness.foundation import progress
 
     cfg, cfg_dict, address = configured
     check_one_config(runs_dir / collection.name / name, spec.name, cfg_dict, unique_seeds(job.seeds), job.overwrite)

@@ -19,9 +19,9 @@ from harness.data.collection import Collection
 from harness.errors import HarnessError
 from harness.evaluation.metrics import evaluate, order
 from harness.evaluation.split import Split
-from harness.progress import phase, seed_scope
+from harness.foundation.progress import phase, seed_scope
+from harness.foundation.provenance import provenance
 from harness.protocols import DenseRanker, as_ranker
-from harness.provenance import provenance
 from harness.runs.results import (
     SCHEMA_VERSION,
     read_result,
@@ -45,7 +45,7 @@ def up_to_date(path: Path, system: str, config: Mapping[str, Any], split: Split,
     A result that fails the check (edited, rankings missing, truncated or swapped) is stale:
     `log` (when given) says why, and the seed is ranked again.
     """
-    from harness.output_set import recover
+    from harness.foundation.output_set import recover
     from harness.runs.verified import verified_result
 
     recover(path.parent)  # run owns this folder: it finishes a result and rankings pair whose writer was killed

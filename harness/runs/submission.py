@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import locations
 from harness.errors import DataError, HarnessError
+from harness.foundation import locations
 from harness.specs import SUBMITTED
 
 _log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ class Submission:
     submitter: str = ""
     depth: int = 100
     overwrite: bool = False
-    runs_dir: Path | None = None  # None: harness.locations.runs_dir()
+    runs_dir: Path | None = None  # None: harness.foundation.locations.runs_dir()
     splits_dir: Path | None = None  # None: the record, then <runs-dir>-splits/
     data_dir: str | None = None  # where the collection's data is, to check the manifest by rebuilding it
 
@@ -194,7 +194,7 @@ def submit(registry, sub: Submission, log=_log.info):
     """Check, score and record a submitted ranking (see the module's docstring); returns the RunOutcome.
     Every check runs before anything is written; on an error nothing is."""
     from harness.evaluation.metrics import evaluate, metrics_line
-    from harness.provenance import provenance
+    from harness.foundation.provenance import provenance
     from harness.runs.results import (
         SCHEMA_VERSION,
         absolute,

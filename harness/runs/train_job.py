@@ -8,12 +8,12 @@ import os
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from harness.atomic import atomic_write_text
 from harness.config import build_config, config_dict, config_sections
 from harness.data.collection import read_documents
 from harness.errors import HarnessError
+from harness.foundation.atomic import atomic_write_text
+from harness.foundation.provenance import git_commit, provenance
 from harness.plugins import Registry
-from harness.provenance import git_commit, provenance
 from harness.runs.models import model_card, training_data_fingerprint, write_model_card
 from harness.specs import load_object
 

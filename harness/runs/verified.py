@@ -152,7 +152,7 @@ def verify(path: Path, result: Mapping[str, Any], split, registry=None) -> dict[
 
 def manifest_places(runs_dir: Path, splits_dir: Path | None) -> list[Path]:
     """Where the manifests of a runs folder's results are looked for, in order."""
-    from harness.locations import manifest_dirs
+    from harness.foundation.locations import manifest_dirs
 
     return manifest_dirs(runs_dir, splits_dir)
 
@@ -243,7 +243,7 @@ def verified_results(
     keep(collection, run): which runs to read (default all); manifests_of: (collection, run) ->
     the manifests folder of runs made on a collection's earlier manifests.
     """
-    from harness.output_set import report_unfinished
+    from harness.foundation.output_set import report_unfinished
 
     runs_dir = Path(runs_dir)
     if not runs_dir.is_dir():
@@ -283,7 +283,7 @@ def verified_results(
 
 def verified_result(path: Path, split, registry=None) -> dict[str, Any]:
     """One result file read and verified against `split` (run's up-to-date check, rerank's first stage)."""
-    from harness.output_set import report_unfinished
+    from harness.foundation.output_set import report_unfinished
     from harness.runs.results import check_result_place
 
     report_unfinished(Path(path).parent)  # a reader here (rerank's first stage): it never finishes the write

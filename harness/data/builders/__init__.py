@@ -22,9 +22,9 @@ from functools import cache
 from pathlib import Path
 from typing import Callable
 
-from harness.atomic import atomic_open
 from harness.data.builders.canonical import Expected, gzip_bytes, jsonl_bytes, sha256
 from harness.errors import DataError, UnknownNameError
+from harness.foundation.atomic import atomic_open
 
 log = logging.getLogger(__name__)
 

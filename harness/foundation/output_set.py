@@ -2,7 +2,7 @@
 
 A page and its plots, an export's three tables, topic labels and the relabelled corpus, a
 result and its rankings, the manifests of several seeds: each file is atomic on its own
-(harness.atomic), but a crash or a full disk after the first file used to leave new and old
+(harness.foundation.atomic), but a crash or a full disk after the first file used to leave new and old
 files side by side. Here every file is first built in a staging folder inside its target
 (same file system, so the moves are renames), then a journal listing the files is written
 atomically and fsynced, then the files are moved into place and the journal removed.
@@ -53,8 +53,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from harness.atomic import _alive, _umask, make_dirs
 from harness.errors import HarnessError
+from harness.foundation.atomic import _alive, _umask, make_dirs
 
 log = logging.getLogger(__name__)
 

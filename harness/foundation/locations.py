@@ -42,7 +42,7 @@ def _forbidden(record_ok: bool) -> list[tuple[Path, str]]:
     """(folder, what it is) of the places a folder the harness writes may not be in: the installed
     package (its record included), the folder it is installed in (site-packages) unless that is a
     checkout, a checkout's split manifests, and, unless `record_ok`, all its committed folders."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # harness/, above this foundation/ folder
     parent = package.parent
     if (parent / "pyproject.toml").is_file():  # an editable install: the package lives in a checkout
         if record_ok:  # results may be written into the checkout's record of runs (CONTRIBUTING.md)
@@ -105,7 +105,7 @@ def record_splits_dir() -> Path:
     try:
         return Path(str(files("harness.splits")))
     except ModuleNotFoundError:
-        return Path(__file__).resolve().parent.parent / "splits"
+        return Path(__file__).resolve().parents[2] / "splits"  # <checkout>/harness/foundation/locations.py
 
 
 def manifest_dirs(runs: str | Path, splits_dir: str | Path | None = None) -> list[Path]:

@@ -21,7 +21,7 @@ _cache: dict[Path, bytes] = {}
 
 
 def _key_path() -> Path:
-    from harness import locations
+    from harness.foundation import locations
 
     return locations.home() / KEY_FILE
 

@@ -44,7 +44,7 @@ def package_versions() -> dict[str, str]:
 def development_checkout() -> Path | None:
     """The harness's own git checkout when it runs from one (a git work tree whose pyproject
     names aa-harness, right above the package); None when installed (site-packages)."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # <root>/harness/foundation/provenance.py
     try:
         if not (root / ".git").exists():
             return None
