@@ -141,6 +141,26 @@ def test_a_missing_experiment_file_and_an_unknown_step_are_one_line(tmp_path, ca
     assert "--only 'train.x' names no step" in err
 
 
+def test_two_train_steps_of_one_model_are_one_line(tmp_path, capsys, monkeypatch):
+    """Steps that differ only in how they train (fast_training) make one model id: side by side they
+    would race for one store entry, and in turn the second would be skipped as done."""
+    monkeypatch.setenv("AA_HARNESS_HOME", str(tmp_path / "home"))
+    smoke = (ROOT / "experiments" / "smoke.toml").read_text(encoding="utf-8")
+    assert '[train.retriever]\nsystem = "sadiri-v2-retriever"\ndata = "curate.demo-train"' in smoke
+    text = smoke + (
+        '\n[train.retriever-plain]\nsystem = "sadiri-v2-retriever"\ndata = "curate.demo-train"\nbackbone = "tiny-qwen3"\n'
+        'set = { authors_per_batch = 16, max_length = 128, similarity = "cosine", lr = 1e-3, device = "cpu", '
+        "fast_training = false }\ngpus = 0\n"
+    )
+    path = _write(tmp_path, text)
+    err = _one_line_error(capsys, ["reproduce", str(path), "--dry-run", "--runs-dir", str(tmp_path / "runs")])
+    assert "[train.retriever] and [train.retriever-plain] train the same model" in err, err
+    assert (
+        main(["reproduce", str(ROOT / "experiments" / "smoke.toml"), "--dry-run", "--runs-dir", str(tmp_path / "r")])
+        == 0
+    )
+
+
 def test_slurm_executor_without_submitit_is_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "submitit", None)
     path = _write(tmp_path, DEMO_RUNS.format(gpus=""))

@@ -215,6 +215,33 @@ class Plan:
             )
         return self._model_ids[step.address]
 
+    def same_models(self) -> list[tuple[str, str]]:
+        """Pairs of train steps that would make one model: the same system, recipe, step cap and
+        training input, differing only in settings that do not decide the weights (fast_training,
+        the device). Their model id is one, so side by side they would write one store entry, and
+        after the first the second would be done without running."""
+        from harness.config import config_sections
+        from harness.runs.models import model_id
+
+        seen: dict[str, str] = {}
+        pairs = []
+        for step in self.exp.steps.values():
+            if step.kind != "train":
+                continue
+            sections = config_sections(self.config(step))
+            key = model_id(
+                {
+                    "system": step.system,
+                    "recipe": sections.get("recipe", {}),
+                    "training_run": sections.get("training run", {}),
+                    "training_data": {"sha256": f"input {step.inputs[0]}"},  # one input, one training set
+                }
+            )
+            if key in seen:
+                pairs.append((seen[key], step.address))
+            seen.setdefault(key, step.address)
+        return pairs
+
     def model_folder(self, model_id: str) -> Path:
         return self.store / "models" / model_id
 

@@ -137,6 +137,11 @@ def reproduce(registry, path: str | Path, opts: Options, out=print) -> int:
     exp = narrow(load(path, registry), opts.collections)
     runs_dir = Path(locations.runs_dir(opts.runs_dir)).resolve()
     plan = Plan(exp, registry, runs_dir, data_dir=opts.data_dir)
+    for a, b in plan.same_models():
+        raise ExperimentError(
+            f"{exp.path}: [{a}] and [{b}] train the same model (they differ only in settings that do not "
+            "decide its weights, such as fast_training or the device): keep one"
+        )
     targets = select(exp, list(opts.only) or None) if opts.only else outputs(exp)
     todo, status = needed(plan, targets, explicit=bool(opts.only))
     if opts.dry_run:
