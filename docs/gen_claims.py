@@ -1,6 +1,6 @@
 """Writes docs/claims.md: each significance claim the README made before its statistics were redone,
 recomputed from the committed runs with `aa-harness compare`'s test (author clusters across all pooled
-seeds). Run from the repository root: `python docs/gen_claims.py`; tests/test_claims.py checks that the
+seeds). Run from the repository root: `python docs/gen_claims.py`; tests/project/test_claims.py checks that the
 committed file is current.
 
 A claim on a run listed as stale (made on data since corrected) is recomputed on the manifests it was

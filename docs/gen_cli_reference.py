@@ -1,6 +1,6 @@
 """Write docs/cli.md, the CLI reference, and README.md's commands table from `harness.cli.build_parser()`.
 
-Run `python docs/gen_cli_reference.py` after changing the parser; tests/test_docs.py fails while
+Run `python docs/gen_cli_reference.py` after changing the parser; tests/project/test_docs.py fails while
 either differs from what this writes. `--check` exits 1 instead of writing.
 """
 

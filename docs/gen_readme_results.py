@@ -4,7 +4,7 @@ The block sits between `<!-- results:start -->` and `<!-- results:end -->`. Its 
 runs named in ROWS (a choice of what the front page shows, not figures); every figure is
 recomputed here: each result is verified against its rankings and split manifest first.
 Run `python docs/gen_readme_results.py`; `--check` exits 1 when README.md is out of date
-(tests/test_docs.py runs the check).
+(tests/project/test_docs.py runs the check).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.test_neural_systems import _train_docs  # noqa: E402
+from tests.neural.test_neural_systems import _train_docs  # noqa: E402
 
 system, backbone, out, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 common = dict(

@@ -18,14 +18,14 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 FILES = [
-    "test_results_verification.py",
-    "test_manifest_verification.py",
-    "test_plugin_containment.py",
-    "test_output_sets.py",
-    "test_one_line_errors.py",
-    "test_model_cards.py",
-    "test_embedding_cache.py",
-    "test_trec_format.py",
+    "runs/test_results_verification.py",
+    "evaluation/test_manifest_verification.py",
+    "runs/test_plugin_containment.py",
+    "foundation/test_output_sets.py",
+    "cli/test_one_line_errors.py",
+    "runs/test_model_cards.py",
+    "neural/test_embedding_cache.py",
+    "runs/test_trec_format.py",
 ]
 
 

@@ -2,7 +2,7 @@
 Face + PEFT steps (the paper's setup) and the first-step comparison of two paths.
 
 This is a test and benchmark reference, not product code: the harness never imports it. The
-tests (`tests/test_fast_train.py`) and `aa-harness bench train` compare the harness's packed,
+tests (`tests/neural/test_fast_train.py`) and `aa-harness bench train` compare the harness's packed,
 fused retriever step and shared-prefix reranker step with these on the same batches: the first
 step's loss and LoRA gradients, dropout off, before any optimiser step.
 """

@@ -35,7 +35,7 @@ What exactness costs: the product has to be that kernel, a float32 multiply-add 
 term and query (about 0.2 s a seed on pan19-en's 100 queries x 5,500 documents), not a BLAS
 product or per-block partial sums added afterwards, whose other order of additions would change
 the last bit of some scores; and rows are normalised in full even though only the queries'
-terms are scored. tests/test_char_ngram.py compares vectors, scores and rankings with
+terms are scored. tests/plugins/test_char_ngram.py compares vectors, scores and rankings with
 TfidfVectorizer fitted on each pool.
 """
 

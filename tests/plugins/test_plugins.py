@@ -31,7 +31,7 @@ def test_listing_and_metrics_import_no_torch():
 def test_every_hookspec_is_exercised_by_a_test():
     """datasette-style meta-test: a new hook needs a test that names it."""
     specs = [n for n in dir(hookspecs) if n.startswith("register_")]
-    tests = "".join(p.read_text() for p in (ROOT / "tests").glob("test_*.py"))
+    tests = "".join(p.read_text() for p in (ROOT / "tests").rglob("test_*.py"))
     for name in specs:
         assert f"def {name}(" in tests.replace("self, register", "register"), f"no test implements hook {name}"
 

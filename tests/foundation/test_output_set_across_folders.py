@@ -20,9 +20,9 @@ import pytest
 
 from harness.cli import main
 from harness.foundation.output_set import PREFIX, recover, report_unfinished, settled
+from tests.conftest import ROOT
 from tests.hostile import COMMITTED, hostile, snapshot
 
-ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 # Writes the set `spec` names, dying (os._exit, as kill -9: no cleanup runs) just before its k-th

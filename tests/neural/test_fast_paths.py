@@ -1,6 +1,6 @@
 """The fast paths compute the plain Hugging Face function: mask-free causal attention on
 right-padded rows, query prefix reuse in the reranker, sharded encoding, compressed search.
-CPU, fp32, tiny models; tests/test_fast_paths_gpu.py repeats the checks at real shapes in bf16."""
+CPU, fp32, tiny models; tests/neural/test_fast_paths_gpu.py repeats the checks at real shapes in bf16."""
 
 import numpy as np
 import pytest

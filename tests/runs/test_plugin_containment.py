@@ -7,17 +7,16 @@ import dataclasses
 import os
 import signal
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from harness.hookspecs import hookimpl
 from harness.specs import SystemSpec
-from tests.conftest import doc, write_jsonl
+from tests.conftest import ROOT, doc, write_jsonl
 from tests.hostile import hostile, one_line_error, run_cli
 
-EXAMPLE_SRC = Path(__file__).resolve().parent.parent / "examples" / "aa-harness-example" / "src"
+EXAMPLE_SRC = ROOT / "examples" / "aa-harness-example" / "src"
 
 
 @dataclasses.dataclass(frozen=True)

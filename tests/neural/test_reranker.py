@@ -111,7 +111,7 @@ def _config(backbone, **kw):
 
 
 def _docs(n_authors=8):
-    from tests.test_neural_systems import _train_docs
+    from tests.neural.test_neural_systems import _train_docs
 
     return _train_docs(n_authors)
 

@@ -23,9 +23,8 @@ from harness.foundation.output_set import (
     write_files_as_set,
     write_output_set,
 )
+from tests.conftest import ROOT
 from tests.hostile import COMMITTED, hostile, snapshot
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _state(folder: Path) -> dict[str, str]:

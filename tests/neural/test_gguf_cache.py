@@ -41,7 +41,7 @@ def fake_gguf(tiny_qwen3_dir, tmp_path, monkeypatch, isolated_cache):
 
     monkeypatch.setattr(transformers.AutoModel, "from_pretrained", model_from_pretrained)
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", lm_from_pretrained)
-    # the bytes are no GGUF file; the check against a real one is tests/test_gguf_load.py's
+    # the bytes are no GGUF file; the check against a real one is tests/neural/test_gguf_load.py's
     monkeypatch.setattr("harness.neural.hf.check_loaded_from_gguf", lambda model, file: None)
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", tok_from_pretrained)
     return folder, calls

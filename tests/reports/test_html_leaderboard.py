@@ -12,7 +12,7 @@ import tempfile
 import pytest
 
 from harness.cli import main
-from tests.conftest import doc, write_jsonl
+from tests.conftest import ROOT, doc, write_jsonl
 
 pytestmark = pytest.mark.slow  # runs two systems and a browser
 
@@ -250,11 +250,10 @@ def test_kill_9_mid_site_write_leaves_one_whole_site_and_the_users_files(tmp_pat
     import subprocess
     import sys
     import time
-    from pathlib import Path
 
     from harness.foundation.output_set import recover
 
-    root = Path(__file__).resolve().parent.parent
+    root = ROOT
     env = {**os.environ, "PYTHONPATH": str(root)}
     out = tmp_path / "site"
     subprocess.run([sys.executable, "-c", SITE_WRITER, str(out), "0"], check=True, cwd=root, env=env)

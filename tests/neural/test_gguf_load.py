@@ -2,7 +2,7 @@
 
 Transformers 5.x loads a GGUF file through `AutoModel` (the bare base model) without a word of
 error but with every weight left at its random initialisation; `AutoModelForCausalLM` loads them.
-tests/test_gguf_cache.py mocks `from_pretrained` and cannot see this, so here a tiny Qwen2 is
+tests/neural/test_gguf_cache.py mocks `from_pretrained` and cannot see this, so here a tiny Qwen2 is
 written as a genuine GGUF file (llama.cpp's tensor names and metadata, F32) and the backbone
 `load_backbone` returns, first from the file and then from its dequantized cache, must hold
 exactly the weights written.

@@ -19,8 +19,8 @@ from harness.cli import main
 from harness.experiments.graph import order
 from harness.experiments.spec import read_experiment
 from harness.runs.models import model_id
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 EXPERIMENTS = ROOT / "experiments"
 
 DEMO_RUNS = """

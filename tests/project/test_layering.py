@@ -11,7 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import ROOT
+
 # Layer 0: the package, the contract modules every layer reads (errors, specs, system_meta,
 # hookspecs), the read-only record, and the foundation package (harness/foundation/, every module in it).
 FOUNDATION = {
@@ -52,7 +53,7 @@ def layer(module: str) -> int:
             return rank
     if module in ("harness.cli", "harness.__main__"):
         return 9
-    raise AssertionError(f"{module} is in no layer: add it to tests/test_layering.py and ARCHITECTURE.md")
+    raise AssertionError(f"{module} is in no layer: add it to tests/project/test_layering.py and ARCHITECTURE.md")
 
 
 def module_name(path: Path) -> str:

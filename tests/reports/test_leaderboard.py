@@ -258,7 +258,9 @@ def test_a_describe_run_that_raises_loses_its_labels_not_the_pages(monkeypatch, 
         @hookimpl
         def register_systems(self, register):
             register(
-                SystemSpec("boom", "x:Y", "x:Z", capabilities=("rerank",), describe_run="tests.test_leaderboard:_boom")
+                SystemSpec(
+                    "boom", "x:Y", "x:Z", capabilities=("rerank",), describe_run="tests.reports.test_leaderboard:_boom"
+                )
             )
             register(SystemSpec("gone", "x:Y", "x:Z", capabilities=("rerank",), describe_run="tests.nowhere:f"))
 

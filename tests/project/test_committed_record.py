@@ -62,7 +62,7 @@ def test_the_committed_registry_names_the_seed_fix():
 
 def test_the_runs_moved_out_still_verify_on_the_manifests_they_were_made_on():
     """pan19-en's bm25 and char-ngram made before the cap: moved to leaderboards/stale/, checked against the
-    kept manifests (splits/pan19-en-v2-uncapped), which tests/test_splits.py rebuilds."""
+    kept manifests (splits/pan19-en-v2-uncapped), which tests/evaluation/test_splits.py rebuilds."""
     from harness.runs.verified import verified_results
 
     moved = ROOT / "leaderboards" / "stale" / "pan19-en-v2-uncapped"

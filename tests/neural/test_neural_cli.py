@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_train_then_run_sadiri_from_the_cli(tiny_bert_dir, tmp_path, isolated_cache):
-    from tests.test_neural_systems import _train_docs
+    from tests.neural.test_neural_systems import _train_docs
 
     train = write_jsonl(
         tmp_path / "train.jsonl",
