@@ -17,16 +17,8 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-FILES = [
-    "runs/test_results_verification.py",
-    "evaluation/test_manifest_verification.py",
-    "runs/test_plugin_containment.py",
-    "foundation/test_output_sets.py",
-    "cli/test_one_line_errors.py",
-    "runs/test_model_cards.py",
-    "neural/test_embedding_cache.py",
-    "runs/test_trec_format.py",
-]
+# Every test file that holds a case, so a new case is counted wherever it is written.
+FILES = sorted(p.relative_to(HERE) for p in HERE.rglob("test_*.py") if "@hostile(" in p.read_text(encoding="utf-8"))
 
 
 class Tally:
