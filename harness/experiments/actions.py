@@ -40,7 +40,7 @@ def _publish(staged: Path, final: Path) -> None:
 def _curate(plan: Plan, step: Step, progress: bool) -> None:
     from harness.data.collection import read_documents
     from harness.data.curation import CurationSettings, curate
-    from harness.runs.models import training_data_fingerprint
+    from harness.runs.model_cards import training_data_fingerprint
     from harness.runs.systems import reference_embedder, text_embedder
 
     inputs = [p for p in (plan.data_path(name) for name in step.inputs) if p is not None]
@@ -82,7 +82,7 @@ def _curate(plan: Plan, step: Step, progress: bool) -> None:
 
 
 def _train(plan: Plan, step: Step, progress: bool) -> None:
-    from harness.runs.models import model_id, read_card
+    from harness.runs.model_cards import model_id, read_card
     from harness.runs.train_job import train_job
 
     path, _ = plan.training_data(step)

@@ -3,7 +3,7 @@
 A step's identity is its content, never a timestamp:
 - data: the sha256 of the file's bytes (checked before any work);
 - curate: a key over its settings, its inputs' sha256 and its embedder;
-- train: the model id its card will have (harness.runs.models.model_id: system, recipe, step cap,
+- train: the model id its card will have (harness.runs.model_cards.model_id: system, recipe, step cap,
   training data sha256), so a model trained once is found again by any experiment;
 - run / rerank: the results under `<runs>/<collection>/<name>/` whose system and config are the
   step's (a trained model is matched by its card's id, not by where its weights lie);
@@ -189,7 +189,7 @@ class Plan:
 
     def _fingerprint(self, path: Path) -> str:
         from harness.data.collection import read_documents
-        from harness.runs.models import training_data_fingerprint
+        from harness.runs.model_cards import training_data_fingerprint
 
         return training_data_fingerprint(list(read_documents([path]).values()))["sha256"]
 
@@ -197,7 +197,7 @@ class Plan:
         """The id the trained model's card will have; None while its training data is unknown."""
         if self._model_ids.get(step.address) is None:  # unknown until its training data is made
             from harness.config import config_sections
-            from harness.runs.models import model_id
+            from harness.runs.model_cards import model_id
 
             _, sha = self.training_data(step)
             sections = config_sections(self.config(step))
@@ -221,7 +221,7 @@ class Plan:
         the device). Their model id is one, so side by side they would write one store entry, and
         after the first the second would be done without running."""
         from harness.config import config_sections
-        from harness.runs.models import model_id
+        from harness.runs.model_cards import model_id
 
         seen: dict[str, str] = {}
         pairs = []
@@ -277,7 +277,7 @@ class Plan:
         a collection whose seeds are all current maps to an empty list."""
         from harness.config import field_purposes
         from harness.errors import HarnessError
-        from harness.runs.models import model_id
+        from harness.runs.model_cards import model_id
         from harness.runs.results import read_result, result_path
 
         want = self.expected_config(step)

@@ -34,7 +34,7 @@ class Projection:
                 gpus = int(log.get("world_size") or 1)
                 self.trainings.append((log["system"], (log.get("recipe") or {}).get("backbone"), seconds * gpus))
                 if isinstance(log.get("card"), dict) and seconds > 0:
-                    from harness.runs.models import model_id
+                    from harness.runs.model_cards import model_id
 
                     self.by_model[model_id(log["card"])] = seconds * gpus
             except (ValueError, KeyError, TypeError, AttributeError):

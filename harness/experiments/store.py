@@ -12,7 +12,7 @@ def stored_models(store: Path | None = None) -> list[tuple[str, Path, dict[str, 
     """(id, model folder, card) of every model in the store, by id; a folder whose card does not
     give its id is left out (an unfinished or altered copy)."""
     from harness.errors import HarnessError
-    from harness.runs.models import model_id, read_card
+    from harness.runs.model_cards import model_id, read_card
 
     root = Path(store or locations.store_dir()) / "models"
     out = []

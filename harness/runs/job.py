@@ -19,7 +19,7 @@ from harness.evaluation.split_settings import SEEDS
 from harness.evaluation.split_store import get_splits
 from harness.foundation import locations
 from harness.plugins import Registry
-from harness.runs.models import addressed_config, check_card, with_card_backbone
+from harness.runs.model_cards import addressed_config, check_card, with_card_backbone
 from harness.runs.results import absolute, config_differences, read_result
 from harness.specs import SystemSpec, load_object
 

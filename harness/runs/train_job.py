@@ -1,5 +1,5 @@
 """`aa-harness train`: read training documents, build the system's config, call its trainer,
-and write the model card (harness.runs.models) into the model folder and the training log."""
+and write the model card (harness.runs.model_cards) into the model folder and the training log."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from harness.errors import HarnessError
 from harness.foundation.atomic import atomic_write_text
 from harness.foundation.provenance import git_commit, provenance
 from harness.plugins import Registry
-from harness.runs.models import model_card, training_data_fingerprint, write_model_card
+from harness.runs.model_cards import model_card, training_data_fingerprint, write_model_card
 from harness.specs import load_object
 
 

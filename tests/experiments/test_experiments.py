@@ -18,7 +18,7 @@ import pytest
 from harness.cli import main
 from harness.experiments.graph import order
 from harness.experiments.spec import read_experiment
-from harness.runs.models import model_id
+from harness.runs.model_cards import model_id
 from tests.conftest import ROOT
 
 EXPERIMENTS = ROOT / "experiments"

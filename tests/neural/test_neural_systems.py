@@ -323,7 +323,7 @@ def test_train_writes_a_model_card_and_runs_record_the_model_by_content(tiny_ber
     a run with that model records its content hash and card, not its path."""
     from harness.data.documents import Document
     from harness.plugins import load_registry
-    from harness.runs.models import content_sha256, training_data_fingerprint
+    from harness.runs.model_cards import content_sha256, training_data_fingerprint
     from harness.runs.results import read_result
     from harness.runs.run_job import RunJob, run_job
     from harness.runs.train_job import train_job

@@ -13,7 +13,7 @@ import pytest
 from harness.data.documents import Document
 from harness.errors import HarnessError
 from harness.reports.training import card_lines
-from harness.runs.models import (
+from harness.runs.model_cards import (
     addressed_config,
     content_sha256,
     model_card,
@@ -140,7 +140,7 @@ def test_a_max_length_mismatch_is_a_warning_naming_the_value_used(tmp_path, caps
     ],
 )
 def test_a_matching_or_silent_card_passes(card):
-    from harness.runs.models import check_card
+    from harness.runs.model_cards import check_card
 
     warnings = []
     check_card("sadiri", {"backbone": ROBERTA, "max_length": 512}, "m", card, warn=warnings.append)
@@ -148,7 +148,7 @@ def test_a_matching_or_silent_card_passes(card):
 
 
 def test_check_card_names_what_differs():
-    from harness.runs.models import check_card
+    from harness.runs.model_cards import check_card
 
     with pytest.raises(HarnessError, match="--set backbone=org/x"):
         check_card("sadiri", {"backbone": ROBERTA}, "m", {"system": "sadiri", "recipe": {"backbone": "org/x"}})
@@ -181,7 +181,7 @@ def test_a_trained_model_brings_its_backbone_from_its_card(tmp_path, capsys, mon
     ],
 )
 def test_with_card_backbone(tmp_path, overrides, card, expected):
-    from harness.runs.models import with_card_backbone
+    from harness.runs.model_cards import with_card_backbone
     from plugins.sadiri.config import SADIRIConfig
 
     out = with_card_backbone("sadiri", SADIRIConfig, {**overrides, "model": _model(tmp_path, card)})
