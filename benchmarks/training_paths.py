@@ -2,6 +2,14 @@
 Face path and through the speed layer (`--set fast_training=true`), compared from their training
 logs of two `aa-harness train` runs that differ only in `fast_training`.
 
+Either run both from an experiment file's train step, cut to the same number of steps (the step's
+data must be curated and its backbone found, as `aa-harness reproduce` needs them):
+
+    python -m benchmarks.training_paths --experiment experiments/table2-public.toml \
+        --step train.reranker-q_p_r --max-steps 150 --work /tmp/paths --name reranker-qwen2.5-0.5b
+
+or compare two logs made elsewhere:
+
     python -m benchmarks.training_paths --hf HF.train_log.json --fast FAST.train_log.json --name reranker-qwen2.5-0.5b
 
 Writes benchmarks/results/training-paths-<name>-<card>.json: per path the epoch's seconds,
@@ -59,13 +67,52 @@ def compare(hf_log: dict, fast_log: dict, name: str) -> dict:
     }
 
 
+def run_both(experiment: str, address: str, max_steps: int, work: Path) -> tuple[Path, Path]:
+    """Train the experiment's step twice, plain then fast, each cut to `max_steps`; the two logs."""
+    from harness.experiments.plan import Plan
+    from harness.experiments.reproduce import load
+    from harness.foundation import locations
+    from harness.plugins import load_registry
+    from harness.runs.train_job import train_job
+
+    registry = load_registry()
+    exp = load(experiment, registry)
+    if address not in exp.steps or exp.steps[address].kind != "train":
+        trains = sorted(a for a, s in exp.steps.items() if s.kind == "train")
+        raise SystemExit(f"{experiment}: no train step {address!r} (train steps: {', '.join(trains)})")
+    step = exp.steps[address]
+    plan = Plan(exp, registry, Path(locations.runs_dir(None)).resolve())
+    data, _ = plan.training_data(step)
+    if data is None:
+        raise SystemExit(f"{experiment}: [{address}] its training data is not curated yet; run its curate step first")
+    logs = []
+    for fast in (False, True):
+        out = work / ("fast" if fast else "hf")
+        extra = {"fast_training": fast, "max_steps": max_steps, "checkpoint_every": 0}
+        train_job(registry, str(step.system), [data], out, plan.overrides(step, extra))
+        logs.append(out / "train_log.json")
+    return logs[0], logs[1]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--hf", required=True, help="training log of the Hugging Face path")
-    ap.add_argument("--fast", required=True, help="training log of the same run with fast_training")
+    ap.add_argument("--hf", help="training log of the Hugging Face path")
+    ap.add_argument("--fast", help="training log of the same run with fast_training")
+    ap.add_argument("--experiment", help="run both paths from this experiment file's --step")
+    ap.add_argument("--step", help="the train step, e.g. train.reranker-q_p_r")
+    ap.add_argument("--max-steps", type=int, default=150, help="optimizer steps of each run (default 150)")
+    ap.add_argument("--work", type=Path, help="where the two trainings write (with --experiment)")
     ap.add_argument("--name", required=True, help="a label, e.g. reranker-qwen2.5-0.5b")
     args = ap.parse_args(argv)
-    record = compare(json.loads(Path(args.hf).read_text()), json.loads(Path(args.fast).read_text()), args.name)
+    if args.experiment:
+        if not (args.step and args.work):
+            ap.error("--experiment needs --step and --work")
+        hf_path, fast_path = run_both(args.experiment, args.step, args.max_steps, args.work)
+    elif args.hf and args.fast:
+        hf_path, fast_path = Path(args.hf), Path(args.fast)
+    else:
+        ap.error("give --hf and --fast, or --experiment with --step")
+    record = compare(json.loads(hf_path.read_text()), json.loads(fast_path.read_text()), args.name)
     card = re.sub(r"[^a-z0-9]+", "-", record["device_name"].split(": ")[-1].lower()).strip("-")
     out = RESULTS / f"training-paths-{args.name}-{card}.json"
     atomic_write_text(out, json.dumps(record, indent=1) + "\n")
