@@ -21,6 +21,29 @@ ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "leaderboards" / "runs"
 
 
+# The start of a child script that dies (os._exit, as kill -9: no cleanup runs) just before its
+# k-th call that changes the file system, k from argv[1] (k < 0: never). What follows it writes.
+DIES_BEFORE_KTH_CHANGE = """
+import json, os, sys
+from pathlib import Path
+
+k = int(sys.argv[1])
+calls = 0
+
+def dies_at_k(fn):
+    def wrapped(*a, **kw):
+        global calls
+        if calls == k:
+            os._exit(9)
+        calls += 1
+        return fn(*a, **kw)
+    return wrapped
+
+for name in ("replace", "rename", "unlink", "rmdir"):
+    setattr(os, name, dies_at_k(getattr(os, name)))
+"""
+
+
 def committed_splits() -> Path:
     """The harness's own manifests."""
     return ROOT / "splits"

@@ -21,37 +21,25 @@ import pytest
 from harness.cli import main
 from harness.foundation.output_set import PREFIX, recover, report_unfinished, settled
 from tests.conftest import ROOT
-from tests.hostile import COMMITTED, hostile, snapshot
+from tests.hostile import COMMITTED, DIES_BEFORE_KTH_CHANGE, hostile, snapshot
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
-# Writes the set `spec` names, dying (os._exit, as kill -9: no cleanup runs) just before its k-th
-# call that changes the file system (k < 0: never). spec: {"files": {path: text}} for the writer
-# `topics` uses, or {"sets": {folder: {name: text}}, "replace": {folder: [subfolder]}}.
-KILL_AT = """
-import json, os, sys
-from pathlib import Path
+# Writes the set `spec` (argv[2]) names, dying as DIES_BEFORE_KTH_CHANGE says. spec: {"files":
+# {path: text}} for the writer `topics` uses, or {"sets": {folder: {name: text}}, "replace":
+# {folder: [subfolder]}}.
+KILL_AT = (
+    DIES_BEFORE_KTH_CHANGE
+    + """
 from harness.foundation import output_set
 
-k, spec = int(sys.argv[1]), json.loads(sys.argv[2])
-calls = 0
-
-def dies_at_k(fn):
-    def wrapped(*a, **kw):
-        global calls
-        if calls == k:
-            os._exit(9)
-        calls += 1
-        return fn(*a, **kw)
-    return wrapped
-
-for name in ("replace", "rename", "unlink", "rmdir"):
-    setattr(os, name, dies_at_k(getattr(os, name)))
+spec = json.loads(sys.argv[2])
 if "files" in spec:
     output_set.write_files_as_set({Path(p): t for p, t in spec["files"].items()})
 else:
     output_set.write_sets({Path(f): s for f, s in spec["sets"].items()}, replace_folders={Path(f): r for f, r in spec["replace"].items()})
 """
+)
 
 
 def _spec(writer: str, root: Path, n: int) -> dict:

@@ -24,7 +24,7 @@ from harness.foundation.output_set import (
     write_output_set,
 )
 from tests.conftest import ROOT
-from tests.hostile import COMMITTED, hostile, snapshot
+from tests.hostile import COMMITTED, DIES_BEFORE_KTH_CHANGE, hostile, snapshot
 
 
 def _state(folder: Path) -> dict[str, str]:
@@ -306,29 +306,17 @@ def test_a_set_across_folders_that_fails_changes_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["file", "l.json", "one"]
 
 
-# Rewrites seed 0 of a run folder with the result and rankings in argv[2], dying (os._exit, as kill -9:
-# no cleanup runs) just before its argv[1]-th call that changes the file system.
-PAIR_WRITER = """
-import json, os, sys
-from pathlib import Path
+# Rewrites seed 0 of a run folder with the result and rankings in the file argv[2] names, dying as
+# DIES_BEFORE_KTH_CHANGE says.
+PAIR_WRITER = (
+    DIES_BEFORE_KTH_CHANGE
+    + """
 from harness.runs.results import write_result
 
-k, spec = int(sys.argv[1]), json.loads(Path(sys.argv[2]).read_text())
-calls = 0
-
-def dies_at_k(fn):
-    def wrapped(*a, **kw):
-        global calls
-        if calls == k:
-            os._exit(9)
-        calls += 1
-        return fn(*a, **kw)
-    return wrapped
-
-for name in ("replace", "rename", "unlink", "rmdir"):
-    setattr(os, name, dies_at_k(getattr(os, name)))
+spec = json.loads(Path(sys.argv[2]).read_text())
 write_result(Path(spec["path"]), spec["result"], {q: [tuple(cs) for cs in r] for q, r in spec["rankings"].items()})
 """
+)
 
 
 def _better_seed_0(run_dir: Path) -> dict:
