@@ -333,6 +333,41 @@ def training_paths_table(records: list[dict]) -> str:
     )
 
 
+def table_cost_table(records: list[dict]) -> str:
+    """GPU-minutes of each experiment file: measured for what is done, projected for what is left."""
+
+    def minutes(r: dict, kinds: tuple[str, ...], key: str) -> float:
+        return sum(s[key] or 0 for s in r["results"]["steps"] if s["kind"] in kinds)
+
+    rows = []
+    for r in sorted(records, key=lambda r: r["name"]):
+        res = r["results"]
+        rows.append(
+            [
+                f"`{r['experiment']}`",
+                f"{minutes(r, ('train',), 'measured'):.1f}",
+                f"{minutes(r, ('run', 'rerank'), 'measured'):.1f}",
+                f"{minutes(r, ('train',), 'projected'):.1f}",
+                f"{minutes(r, ('run', 'rerank'), 'projected'):.1f}",
+                f"{res['measured_gpu_minutes'] + res['projected_gpu_minutes_left']:.0f}",
+                ", ".join(res["no_precedent"]) or "—",
+            ]
+        )
+    return markdown_table(
+        rows,
+        headers=[
+            "experiment",
+            "trainings, measured",
+            "runs and reranks, measured",
+            "trainings, projected",
+            "runs and reranks, projected",
+            "whole table",
+            "left without a precedent",
+        ],
+        disable_numparse=True,
+    )
+
+
 def batching_table(records: list[dict]) -> str:
     rows = [
         [
@@ -468,6 +503,12 @@ def performance_page(folder: Path) -> str:
             "training-paths",
             "fast_training in a real training run, same steps through both paths (`benchmarks/training_paths.py`)",
             training_paths_table,
+        ),
+        (
+            "table-cost",
+            "What each table costs, in GPU-minutes: measured where done, projected where left "
+            "(`benchmarks/table_cost.py`; epochs and result wall times only)",
+            table_cost_table,
         ),
         ("batching", "Hard-negative batching, Algorithm 1 (`aa-harness bench batching`)", batching_table),
         ("seeds", "Four split seeds against one (`benchmarks/bench_seeds.py`)", seeds_table),

@@ -1,0 +1,142 @@
+"""What a table costs on a GPU: each GPU step of an experiment file in GPU-minutes, measured where
+it is done (a training's epochs from its log; a run's or rerank's wall time from its results) and
+projected from those precedents where it is left, as `aa-harness reproduce FILE --dry-run` prices
+them. Model loading, negative mining and staging are not in these figures; a training whose log
+is committed counts as done, though its weights may have to be made again for what is left.
+
+    python -m benchmarks.table_cost experiments/table1-public.toml experiments/table2-public.toml \\
+        --runs-dir leaderboards/runs
+
+Writes benchmarks/results/table-cost-<experiment>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+from harness.foundation.atomic import atomic_write_text
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _devices(plan, step) -> list[str]:
+    """The cards the step's committed results or training log name."""
+    from harness.runs.results import result_path
+
+    found = set()
+    if step.kind == "train":
+        mid = plan.model_id(step)
+        for folder in plan.exp.timings:
+            for path in sorted(Path(folder).rglob("*.train_log.json")) if Path(folder).is_dir() else []:
+                log = json.loads(path.read_text(encoding="utf-8"))
+                if isinstance(log.get("card"), dict) and mid and _model_id(log["card"]) == mid:
+                    found.add(str(log.get("device", "?")))
+        return sorted(found)
+    for c in step.collections:
+        for seed in plan.exp.seeds:
+            path = result_path(plan.runs_dir, c, plan.run_name(step), seed)
+            if path.is_file():
+                found.add(str(json.loads(path.read_text(encoding="utf-8"))["provenance"].get("device", "?")))
+    return sorted(found)
+
+
+def _left(plan, step, projection) -> list[str]:
+    """A training: ["model"] until its log is committed. A run or rerank: its collections without a
+    current result for every seed (as `reproduce` judges them)."""
+    if step.kind == "train":
+        return [] if plan.model_id(step) in projection.by_model else ["model"]
+    return [c for c, seeds in plan.missing_results(step).items() if seeds]
+
+
+def _measured(plan, step, projection, left: list[str]) -> float | None:
+    """GPU-minutes of what is done: a training's epochs; the wall time on a GPU of a run's or
+    rerank's current results."""
+    from harness.runs.results import result_path
+
+    if step.kind == "train":
+        return None if left else projection.measured(step, plan)
+    seconds, on_gpu = 0.0, False
+    for c in step.collections:
+        for seed in plan.exp.seeds if c not in left else ():
+            prov = json.loads(result_path(plan.runs_dir, c, plan.run_name(step), seed).read_text())["provenance"]
+            if str(prov.get("device", "")).startswith("cuda"):
+                seconds, on_gpu = seconds + float(prov.get("wall_seconds") or 0), True
+    return round(seconds / 60, 1) if on_gpu else None
+
+
+def _model_id(card: dict) -> str:
+    from harness.runs.model_cards import model_id
+
+    return model_id(card)
+
+
+def table_cost(experiment: str, runs_dir: Path) -> dict:
+    from harness.experiments.plan import Plan
+    from harness.experiments.projection import Projection
+    from harness.experiments.reproduce import load
+    from harness.foundation.provenance import git_commit
+    from harness.plugins import load_registry
+
+    registry = load_registry()
+    exp = load(experiment, registry)
+    plan = Plan(exp, registry, runs_dir.resolve())
+    projection = Projection(exp)
+    steps = []
+    for address, step in exp.steps.items():
+        if step.kind not in ("train", "run", "rerank"):
+            continue
+        left = _left(plan, step, projection)
+        measured = _measured(plan, step, projection, left)
+        rest = step if step.kind == "train" else replace(step, collections=tuple(left))
+        projected = projection.minutes(rest, plan) if left else None
+        steps.append(
+            {
+                "step": address,
+                "kind": step.kind,
+                "measured": measured,
+                "projected": projected,
+                "left": left,
+                "devices": _devices(plan, step) if measured is not None else [],
+            }
+        )
+    measured_total = sum(s["measured"] or 0 for s in steps)
+    projected_total = sum(s["projected"] or 0 for s in steps)
+    return {
+        "benchmark": "table-cost",
+        "name": exp.name,
+        "experiment": Path(experiment).as_posix(),
+        "device_name": ", ".join(sorted({d for s in steps for d in s["devices"]})) or "—",
+        "git_commit": git_commit(),
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "results": {
+            "steps": steps,
+            "measured_gpu_minutes": round(measured_total, 1),
+            "projected_gpu_minutes_left": round(projected_total, 1),
+            "no_precedent": [s["step"] for s in steps if s["left"] and s["projected"] is None],
+        },
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("experiments", nargs="+", help="experiment files")
+    ap.add_argument("--runs-dir", type=Path, required=True, help="the results folder the steps write to")
+    args = ap.parse_args(argv)
+    for experiment in args.experiments:
+        record = table_cost(experiment, args.runs_dir)
+        out = RESULTS / f"table-cost-{record['name']}.json"
+        atomic_write_text(out, json.dumps(record, indent=1) + "\n")
+        r = record["results"]
+        print(
+            f"{record['name']}: {r['measured_gpu_minutes']} GPU-minutes measured, "
+            f"{r['projected_gpu_minutes_left']} projected for what is left -> {out}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
