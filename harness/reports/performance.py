@@ -298,6 +298,20 @@ def _paper_hours(records: list[dict]) -> str:
     )
 
 
+def _loss_note(res: dict, path: str) -> str:
+    """The fast row: the largest per-step loss gap; either row: the step its loss stopped being finite."""
+    diverged = res[path].get("first_nonfinite_step")
+    note = "reference" if path == "hf" else ""
+    if path == "fast" and res.get("max_abs_loss_gap") is not None:
+        both = res.get("steps_both_finite", res["steps"])
+        note = f"{res['max_abs_loss_gap']:.3f} over {both} steps" + (
+            "" if both == res["steps"] else " where both are finite"
+        )
+    if diverged is not None:
+        note += ("; " if note else "") + f"loss not finite from step {diverged} of {res['steps']}"
+    return note
+
+
 def training_paths_table(records: list[dict]) -> str:
     """fast_training against the Hugging Face path in the same short `aa-harness train` run."""
     rows = []
@@ -313,7 +327,7 @@ def training_paths_table(records: list[dict]) -> str:
                     f"{f['tokens_per_s']:,.0f}",
                     f"{f['docs_per_s']:.1f}",
                     "1.00" if path == "hf" else f"{res['speedup']:.2f}",
-                    "reference" if path == "hf" else f"{res['max_abs_loss_gap']:.3f} over {res['steps']} steps",
+                    _loss_note(res, path),
                     _source(r),
                 ]
             )

@@ -106,6 +106,10 @@ def test_training_paths_benchmark_compares_two_logs_of_one_run(tmp_path):
     record = compare(log(False, 4.0, [2.5, 2.4]), log(True, 2.0, [2.5, 2.3]), "rr")
     assert record["results"]["speedup"] == 2.0 and record["results"]["max_abs_loss_gap"] == pytest.approx(0.1)
     assert "fast_training" in training_paths_table([record]) and "2.00" in training_paths_table([record])
+    diverged = compare(log(False, 4.0, [2.5, float("nan"), 2.4]), log(True, 2.0, [2.5, 2.3, 2.2]), "rr")
+    assert diverged["results"]["hf"]["first_nonfinite_step"] == 1 and diverged["results"]["steps_both_finite"] == 2
+    assert diverged["results"]["max_abs_loss_gap"] == pytest.approx(0.2)  # the finite steps only
+    assert "loss not finite from step 1 of 3" in training_paths_table([diverged])
     with pytest.raises(SystemExit, match="lr"):
         compare(log(False, 4.0, [2.5]), log(True, 2.0, [2.5], lr=1e-5), "rr")
     with pytest.raises(SystemExit, match="--hf"):
