@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 import sys
 import time
@@ -382,6 +383,17 @@ class _Run:
             if idle:  # would also leave DDP's gradient reduction unfinished
                 raise HarnessError(f"trainable parameters got no gradient (freeze them): {idle[:5]}")
             self.checked = True
+        loss = sum(v for v, _ in pending) / len(pending)
+        norm = _gradient_norm(self.model)
+        if not (math.isfinite(loss) and math.isfinite(norm)):
+            # one step on a non-finite gradient makes every weight NaN, and a NaN model would be
+            # saved and run as if it had trained: stop before it, with the checkpoint left as it was
+            what = "loss" if not math.isfinite(loss) else "gradient"
+            raise HarnessError(
+                f"training stopped at epoch {epoch}, batch {i + 1} (optimizer step {self.progress['steps_done'] + 1}): "
+                f"the {what} is not finite; no step was taken with it and no model was saved "
+                f"(the last checkpoint, if any, is in {self.ckpt})"
+            )
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         if self.device.type == "cuda":
@@ -389,7 +401,8 @@ class _Run:
         entry = {
             "epoch": epoch,
             "step": i,
-            "loss": round(sum(v for v, _ in pending) / len(pending), 6),
+            "loss": round(loss, 6),
+            "grad_norm": round(norm, 6),
             self.task.unit: sum(n for _, n in pending),
             "seconds": round(time.perf_counter() - t0, 4),
         }
@@ -397,6 +410,14 @@ class _Run:
         self.progress["step"] = i + 1
         self.progress["steps_done"] += 1
         return entry
+
+
+def _gradient_norm(model) -> float:
+    """The L2 norm of every trainable parameter's gradient together (read once per optimizer step)."""
+    grads = [p.grad.detach() for p in model.trainable_parameters() if p.grad is not None]
+    if not grads:
+        return 0.0
+    return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads])))
 
 
 def losses(summary: dict) -> list[float]:

@@ -439,3 +439,33 @@ def test_v2_fast_training_gives_the_plain_paths_losses_and_weights(
     assert len(la) == 3 and np.allclose(la, lb, rtol=1e-4), (la, lb)
     for a, b in ((wa, wb), (pa, pb)):
         assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], rtol=1e-4, atol=1e-6) for k in a)
+
+
+@pytest.mark.parametrize("poison", ["loss", "gradient"])
+def test_a_non_finite_step_stops_training_before_it_is_taken(
+    tiny_bert_dir, tmp_path, isolated_cache, monkeypatch, poison
+):
+    """A NaN loss or gradient at the second step: one line naming where, no optimizer step with it, no
+    model or log written; the steps before it are in the checkpoint, each with its gradient norm."""
+    from harness.errors import HarnessError
+    from harness.neural.training import ContrastivePairs
+    from plugins.sadiri.system import train
+
+    step, calls = ContrastivePairs.step, []
+
+    def poisoned(self, wrapped, model, *a, **kw):
+        out = step(self, wrapped, model, *a, **kw)
+        calls.append(1)
+        if len(calls) == 2:
+            if poison == "loss":
+                return type(out)(float("nan"), out.documents, out.tokens)
+            next(p for p in model.trainable_parameters() if p.grad is not None).grad.fill_(float("inf"))
+        return out
+
+    monkeypatch.setattr(ContrastivePairs, "step", poisoned)
+    cfg = _sadiri_config(tiny_bert_dir, authors_per_batch=4, checkpoint_every=1, max_steps=3)
+    with pytest.raises(HarnessError, match=f"epoch 0, batch 2 \\(optimizer step 2\\): the {poison} is not finite"):
+        train(cfg, _train_docs(), tmp_path / "run")
+    assert not (tmp_path / "run" / "model").exists() and not (tmp_path / "run" / "train_log.json").exists()
+    progress = json.loads((tmp_path / "run" / "checkpoint" / "progress.json").read_text())
+    assert progress["steps_done"] == 1 and progress["log"][0]["grad_norm"] > 0
