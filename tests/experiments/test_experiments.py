@@ -429,7 +429,14 @@ def test_the_committed_record_is_done_for_what_it_holds(capsys):
         }
 
     rows = states()
-    for step in ("run.bm25", "run.char-ngram", "run.sbert", "run.mpnet-untrained", "run.sadiri-mpnet", "run.luar-mpnet"):
+    for step in (
+        "run.bm25",
+        "run.char-ngram",
+        "run.sbert",
+        "run.mpnet-untrained",
+        "run.sadiri-mpnet",
+        "run.luar-mpnet",
+    ):
         assert rows[step][0] == "done", (step, rows[step])
     assert rows["train.sadiri-mpnet"][0] == rows["train.luar-mpnet"][0] == "not needed"
     assert "pan19-en seed 0 (made on another split)" in rows["run.qwen2.5-1.5b-untrained"][1]
