@@ -35,12 +35,13 @@ def naive_encode(
     return torch.cat(out).cpu().numpy()
 
 
-def harness_encoder(model, path: str = "packed", pad_id: int = 0):
-    """The retrievers' encoder over `model` (ids in, mean-pooled vectors out) on its fast path."""
+def harness_encoder(model, path: str = "packed", pad_id: int = 0, *, fp8: bool = False):
+    """The retrievers' encoder over `model` (ids in, mean-pooled vectors out) on its fast path; fp8
+    quantizes the model's projections in place first (its bf16 weights are gone after)."""
     from harness.neural.encoder import TokenEncoder
 
     enc = TokenEncoder(model, None, max_length=1 << 20, pad_id=pad_id).eval()
-    enc.path = enable_fast_path(enc, prefer=path)
+    enc.path = enable_fast_path(enc, prefer=path, fp8=fp8)
     return enc
 
 

@@ -98,19 +98,26 @@ def quantize_weight(weight: torch.Tensor, what: str = "weight") -> Fp8Weight:
     return Fp8Weight(q.contiguous(), scale[:, 0].contiguous())
 
 
-def reference_linear(x: torch.Tensor, weight: Fp8Weight, bias: torch.Tensor | None = None) -> torch.Tensor:
+Quantizer = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+
+
+def reference_linear(
+    x: torch.Tensor, weight: Fp8Weight, bias: torch.Tensor | None = None, *, quantize: Quantizer | None = None
+) -> torch.Tensor:
     """The definition in fp32: x quantized per row and both operands dequantized, then multiplied
-    (x [M, K] -> [M, N] float32)."""
-    xq, sx = quantize_rows(x)
+    (x [M, K] -> [M, N] float32). quantize: the input's quantizer (default `quantize_rows`)."""
+    xq, sx = (quantize or quantize_rows)(x)
     y = dequantize_rows(xq, sx) @ weight.dequantize().t()
     return y if bias is None else y + bias.float()
 
 
-def scaled_mm_linear(x: torch.Tensor, weight: Fp8Weight, bias=None, *, quantize=quantize_rows, out_dtype=None):
+def scaled_mm_linear(
+    x: torch.Tensor, weight: Fp8Weight, bias=None, *, quantize: Quantizer | None = None, out_dtype=None
+) -> torch.Tensor:
     """The product through torch._scaled_mm (x [M, K] -> [M, N], bf16 unless out_dtype): rowwise
     scales, the input's [M, 1] and the weight's [1, N], fp32 accumulation (no fast accumulation),
     the bias added before the one rounding to the output's dtype."""
-    xq, sx = quantize(x)
+    xq, sx = (quantize or quantize_rows)(x)
     return torch._scaled_mm(
         xq,
         weight.data.t(),
@@ -125,7 +132,7 @@ def scaled_mm_linear(x: torch.Tensor, weight: Fp8Weight, bias=None, *, quantize=
 def _forward(x: torch.Tensor, weight: Fp8Weight, bias, quantize) -> torch.Tensor:
     if x.is_cuda:
         return scaled_mm_linear(x, weight, bias, quantize=quantize)
-    return reference_linear(x, weight, bias).to(x.dtype)
+    return reference_linear(x, weight, bias, quantize=quantize).to(x.dtype)
 
 
 class _Fp8Product(torch.autograd.Function):
@@ -151,11 +158,11 @@ def fp8_linear(
     weight: Fp8Weight,
     bias: torch.Tensor | None = None,
     *,
-    quantize: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]] = quantize_rows,
+    quantize: Quantizer | None = None,
 ) -> torch.Tensor:
     """x [..., K] -> [..., N] by the definition: `_scaled_mm` on CUDA (bf16 out), the fp32 reference
     elsewhere (in x's dtype). Differentiable in x when x requires grad. quantize: the input's
-    quantizer (a compiled `quantize_rows` fuses its passes)."""
+    quantizer (default `quantize_rows`; a compiled one fuses its passes)."""
     lead = x.shape[:-1]
     x2 = x.reshape(-1, x.shape[-1])
     if torch.is_grad_enabled() and x2.requires_grad:
@@ -165,7 +172,7 @@ def fp8_linear(
     return y.reshape(*lead, y.shape[-1])
 
 
-def linear(x: torch.Tensor, weight, bias: torch.Tensor | None = None, *, quantize=quantize_rows) -> torch.Tensor:
+def linear(x: torch.Tensor, weight, bias: torch.Tensor | None = None, *, quantize: Quantizer | None = None):
     """F.linear for a tensor weight, the FP8 product for an Fp8Weight: the fused decoders' one
     product call, so their code is the same with or without fp8."""
     if isinstance(weight, Fp8Weight):
@@ -215,13 +222,14 @@ def fused_group(modules) -> tuple[Fp8Weight, torch.Tensor | None] | None:
     bases = [_base(m) for m in modules]
     if not any(isinstance(b, Fp8Linear) for b in bases):
         return None
-    group = bases[0].group if isinstance(bases[0], Fp8Linear) else None
+    if not all(isinstance(b, Fp8Linear) for b in bases):
+        raise ValueError("fp8: a fused product's modules are FP8 and bf16 mixed")
+    group = bases[0].group
     start = 0
     for b in bases:
-        if not isinstance(b, Fp8Linear) or b.group is not group or b.group.start != start:
+        if b.group.weight is not group.weight or b.group.start != start:
             raise ValueError("fp8: a fused product's modules are not the rows of one FP8 group")
         start = b.group.stop
-    assert group is not None  # bases[0] is an Fp8Linear, checked in the loop
     if start != group.weight.data.shape[0]:
         raise ValueError("fp8: a fused product's modules do not cover their FP8 group")
     return group.weight, group.bias

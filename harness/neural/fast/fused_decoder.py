@@ -12,7 +12,8 @@ compiled by torch.compile, and all tokens of a batch go through the products as 
   after it. The packers sort rows by length, so little is padded.
 The weights are the model's own: its q/k/v and gate/up parameters become views into the
 fused matrices, so nothing is held twice. The function is the model's: tests compare it with
-the Hugging Face forward.
+the Hugging Face forward. A base quantized by `fp8_linear.quantize_frozen_base` (fp8=true) is
+read the same way: its products are FP8 ones, over row views of one FP8 matrix per product.
 
 A shared prefix (a reranker's query) is run once; its per-layer keys and values are then
 gathered in front of every continuation's keys, and the continuations attend to them
@@ -29,6 +30,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from harness.neural.fast.fp8_linear import Fp8Weight, fused_group, linear
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3")
 
@@ -105,7 +108,7 @@ def _pre_attention(
     x, norm_w, eps, w_qkv, b_qkv, q_norm_w, k_norm_w, cos, sin, heads: int, kv_heads: int, head_dim: int
 ):
     h = _rms(x, norm_w, eps)
-    return _heads_rope(F.linear(h, w_qkv, b_qkv), q_norm_w, k_norm_w, cos, sin, eps, heads, kv_heads, head_dim)
+    return _heads_rope(linear(h, w_qkv, b_qkv), q_norm_w, k_norm_w, cos, sin, eps, heads, kv_heads, head_dim)
 
 
 def _heads_rope(qkv, q_norm_w, k_norm_w, cos, sin, eps, heads: int, kv_heads: int, head_dim: int):
@@ -119,9 +122,9 @@ def _heads_rope(qkv, q_norm_w, k_norm_w, cos, sin, eps, heads: int, kv_heads: in
 
 
 def _post_attention(x, attn, w_o, norm_w, eps, w_gu, w_down, inter: int):
-    x = x + F.linear(attn.flatten(1), w_o)
-    gate, up = F.linear(_rms(x, norm_w, eps), w_gu).split([inter, inter], dim=-1)
-    return x + F.linear(F.silu(gate) * up, w_down)
+    x = x + linear(attn.flatten(1), w_o)
+    gate, up = linear(_rms(x, norm_w, eps), w_gu).split([inter, inter], dim=-1)
+    return x + linear(F.silu(gate) * up, w_down)
 
 
 _CUDNN_ATTENTION: str | bool | None = None  # first call decides: "gqa", "repeat" (heads), or False
@@ -264,6 +267,19 @@ def _fuse(linears: Sequence[torch.nn.Linear], name: str = "weight") -> torch.Ten
     return fused
 
 
+def product_weights(modules: Sequence[torch.nn.Module]) -> tuple[torch.Tensor | Fp8Weight, torch.Tensor | None]:
+    """(weight, bias) of the one product that runs `modules` (PEFT LoRA layers: their base layers)
+    side by side: their FP8 group when the base was quantized, else their weights fused by `_fuse`
+    (views, no copy; one module's weight as it is)."""
+    fp8 = fused_group(modules)
+    if fp8 is not None:
+        return fp8
+    linears = [getattr(m, "base_layer", m) for m in modules]
+    if len(linears) == 1:
+        return linears[0].weight, linears[0].bias
+    return _fuse(linears), (_fuse(linears, "bias") if linears[0].bias is not None else None)
+
+
 class FusedDecoder:
     """The forward of a Llama-family `AutoModel` over packed sequences; see the module docstring."""
 
@@ -283,18 +299,18 @@ class FusedDecoder:
         self.layers = []
         for layer in model.layers:
             a, m = layer.self_attn, layer.mlp
-            biases = [p.bias for p in (a.q_proj, a.k_proj, a.v_proj)]
+            w_qkv, b_qkv = product_weights([a.q_proj, a.k_proj, a.v_proj])
             self.layers.append(
                 {
                     "in_norm": layer.input_layernorm.weight,
-                    "w_qkv": _fuse([a.q_proj, a.k_proj, a.v_proj]),
-                    "b_qkv": _fuse([a.q_proj, a.k_proj, a.v_proj], "bias") if biases[0] is not None else None,
+                    "w_qkv": w_qkv,
+                    "b_qkv": b_qkv,
                     "q_norm": a.q_norm.weight if hasattr(a, "q_norm") else None,
                     "k_norm": a.k_norm.weight if hasattr(a, "k_norm") else None,
-                    "w_o": a.o_proj.weight,
+                    "w_o": product_weights([a.o_proj])[0],
                     "post_norm": layer.post_attention_layernorm.weight,
-                    "w_gu": _fuse([m.gate_proj, m.up_proj]),
-                    "w_down": m.down_proj.weight,
+                    "w_gu": product_weights([m.gate_proj, m.up_proj])[0],
+                    "w_down": product_weights([m.down_proj])[0],
                 }
             )
         self.pre, self.post, self.final = compiled(

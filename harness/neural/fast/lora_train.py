@@ -17,6 +17,10 @@ The parameters trained are the PEFT model's own LoRA tensors, read in place: the
 checkpoints and `save_pretrained` see nothing new, and a trainer hook can swap its step
 for `embed_for_training` + its loss. LoRA dropout draws one mask per target, as PEFT does.
 Tests compare the loss and every LoRA gradient with PEFT's forward in fp32.
+
+With fp8 (`fused_embed_batch(fp8=True)`), the frozen base is quantized first
+(`fp8_linear.quantize_frozen_base`) and its products are FP8 ones, differentiable in their
+input; LoRA's side products stay in the autocast dtype.
 """
 
 from __future__ import annotations
@@ -28,14 +32,15 @@ from typing import Callable, NamedTuple, Sequence
 import torch
 import torch.nn.functional as F
 
+from harness.neural.fast import fp8_linear
 from harness.neural.fast.fused_decoder import (
     FusedDecoder,
     Packed,
-    _fuse,
     _heads_rope,
     _rms,
     _varlen_attention,
     compiled,
+    product_weights,
 )
 
 _ADAPTER = "default"
@@ -65,10 +70,6 @@ def _lora_of(modules) -> _Lora | None:
         drop = m.lora_dropout[_ADAPTER]
         p = getattr(drop, "p", 0.0)
     return _Lora(tuple(a), tuple(b), tuple(s), p)
-
-
-def _base(module):
-    return getattr(module, "base_layer", module)
 
 
 def _lora_delta(x: torch.Tensor, lora: _Lora | None, training: bool) -> torch.Tensor | None:
@@ -143,19 +144,18 @@ class LoraFusedDecoder:
         self.layers = []
         for layer in base.layers:
             a, m = layer.self_attn, layer.mlp
-            qkv = [_base(a.q_proj), _base(a.k_proj), _base(a.v_proj)]
-            gu = [_base(m.gate_proj), _base(m.up_proj)]
+            w_qkv, b_qkv = product_weights([a.q_proj, a.k_proj, a.v_proj])  # bf16 views, or the FP8 group
             self.layers.append(
                 {
                     "in_norm": layer.input_layernorm.weight,
-                    "w_qkv": _fuse(qkv),
-                    "b_qkv": _fuse(qkv, "bias") if qkv[0].bias is not None else None,
+                    "w_qkv": w_qkv,
+                    "b_qkv": b_qkv,
                     "q_norm": a.q_norm.weight if hasattr(a, "q_norm") else None,
                     "k_norm": a.k_norm.weight if hasattr(a, "k_norm") else None,
-                    "w_o": _base(a.o_proj).weight,
+                    "w_o": product_weights([a.o_proj])[0],
                     "post_norm": layer.post_attention_layernorm.weight,
-                    "w_gu": _fuse(gu),
-                    "w_down": _base(m.down_proj).weight,
+                    "w_gu": product_weights([m.gate_proj, m.up_proj])[0],
+                    "w_down": product_weights([m.down_proj])[0],
                     "lora_qkv": _lora_of([a.q_proj, a.k_proj, a.v_proj]),
                     "lora_o": _lora_of([a.o_proj]),
                     "lora_gu": _lora_of([m.gate_proj, m.up_proj]),
@@ -172,9 +172,10 @@ class LoraFusedDecoder:
             if lone:
                 raise ValueError(f"LoRA on part of {', '.join(lone)}: the fused path needs all of them or none")
         # only the elementwise work between the products is compiled, never the LoRA side
-        # products: with LoRA dropout inside, Inductor failed on an H100 (torch 2.11)
-        self.rms, self.qk_rope, self.add_rms, self.swiglu, self.add = compiled(
-            (_rms, _qk_rope, _add_rms, _swiglu, _add), next(base.parameters()).device, compile
+        # products: with LoRA dropout inside, Inductor failed on an H100 (torch 2.11); an FP8
+        # product's input quantizer (its amax and scaling passes) is compiled alone
+        self.rms, self.qk_rope, self.add_rms, self.swiglu, self.add, self.quantize = compiled(
+            (_rms, _qk_rope, _add_rms, _swiglu, _add, fp8_linear.quantize_rows), next(base.parameters()).device, compile
         )
 
     @property
@@ -185,7 +186,7 @@ class LoraFusedDecoder:
         p, training = self.layers[i], self.training
         h = self.rms(x, p["in_norm"], self.eps)
         q, k, v = self.qk_rope(
-            F.linear(h, p["w_qkv"], p["b_qkv"]),
+            self.product(h, p["w_qkv"], p["b_qkv"]),
             _lora_delta(h, p["lora_qkv"], training),
             p["q_norm"],
             p["k_norm"],
@@ -201,9 +202,15 @@ class LoraFusedDecoder:
         if attend.gather is not None:
             k, v = k.index_select(0, attend.gather), v.index_select(0, attend.gather)
         a = _varlen_attention(q, k, v, attend.cu_q, attend.cu_k, attend.max_q, attend.max_k, self.scale).flatten(1)
-        x, h = self.add_rms(x, F.linear(a, p["w_o"]), _lora_delta(a, p["lora_o"], training), p["post_norm"], self.eps)
-        m = self.swiglu(F.linear(h, p["w_gu"]), _lora_delta(h, p["lora_gu"], training), self.inter)
-        return self.add(x, F.linear(m, p["w_down"]), _lora_delta(m, p["lora_down"], training))
+        x, h = self.add_rms(
+            x, self.product(a, p["w_o"]), _lora_delta(a, p["lora_o"], training), p["post_norm"], self.eps
+        )
+        m = self.swiglu(self.product(h, p["w_gu"]), _lora_delta(h, p["lora_gu"], training), self.inter)
+        return self.add(x, self.product(m, p["w_down"]), _lora_delta(m, p["lora_down"], training))
+
+    def product(self, x: torch.Tensor, weight, bias: torch.Tensor | None = None) -> torch.Tensor:
+        """A frozen base product: F.linear, or the FP8 product with the compiled quantizer."""
+        return fp8_linear.linear(x, weight, bias, quantize=self.quantize)
 
     def forward(self, ids: torch.Tensor, positions: torch.Tensor, attend: Attend) -> torch.Tensor:
         """Final hidden states [T, hidden] of packed tokens, with autograd to the LoRA weights."""
@@ -272,7 +279,32 @@ def training_compile(model: torch.nn.Module, compile: bool | None) -> bool:
     return next(model.parameters()).device.type == "cuda" and params > COMPILE_ABOVE
 
 
-def fused_embed_batch(*, checkpoint: bool = False, compile: bool | None = None, fallback=None):
+def fast_decoder(
+    backbone: torch.nn.Module, device: torch.device, *, checkpoint: bool, compile: bool | None, fp8: bool = False
+) -> LoraFusedDecoder:
+    """The hooks' LoraFusedDecoder over a PEFT `backbone`, its frozen base quantized first with fp8
+    (on `device`, which must run FP8 products: else a one-line HarnessError). A ValueError where
+    the fused step cannot run (a backbone outside its families)."""
+    compile = training_compile(backbone, compile)  # counted before fp8 turns the base into non-parameters
+    if fp8:
+        from harness.neural.fast.fp8_linear import quantize_frozen_base, require_fp8
+
+        base = backbone.get_base_model() if hasattr(backbone, "get_base_model") else backbone
+        if not FusedDecoder.supports(base):
+            raise ValueError(f"no fused training path for {type(base).__name__}")
+        require_fp8(device)
+        quantize_frozen_base(backbone)
+    return LoraFusedDecoder(backbone, compile=compile, checkpoint=checkpoint)
+
+
+def cannot_run(step: str, why: str, fp8: bool) -> str:
+    """The one-line error where a fast step cannot run and nothing may stand in for it."""
+    if fp8:
+        return f"fp8=true: {step} cannot run ({why}), and FP8 products run only there; drop --set fp8=true"
+    return f"fast_training: {why}; drop --set fast_training=true"
+
+
+def fused_embed_batch(*, checkpoint: bool = False, compile: bool | None = None, fallback=None, fp8: bool = False):
     """An `embed_batch` hook for harness.neural.training: a LLM bi-encoder's training forward
     through a LoraFusedDecoder (its rows in one pack, LoRA inside the fused products), pooled
     and finished (projected) as the model does. One process only: the hook calls the model's
@@ -280,7 +312,10 @@ def fused_embed_batch(*, checkpoint: bool = False, compile: bool | None = None, 
     compile: see `training_compile` (None: on CUDA above 2B parameters).
 
     fallback: the plain `embed_batch` to use where the fused step cannot run (under DDP, or a
-    backbone the fused decoder does not support), said once in the log; without it, an error."""
+    backbone the fused decoder does not support), said once in the log; without it, an error.
+    fp8: quantize the frozen base at the first call and train over FP8 products
+    (harness.neural.fast.fp8_linear); where the fused step cannot run that is an error whatever
+    the fallback, never a bf16 step in its place."""
     from harness.errors import HarnessError
 
     decoders: dict[int, LoraFusedDecoder | None] = {}
@@ -291,14 +326,14 @@ def fused_embed_batch(*, checkpoint: bool = False, compile: bool | None = None, 
             why = "it bypasses DDP's gradient sync" if ddp else None
             if why is None:
                 try:
-                    decoders[id(model)] = LoraFusedDecoder(
-                        model.backbone, compile=training_compile(model.backbone, compile), checkpoint=checkpoint
+                    decoders[id(model)] = fast_decoder(
+                        model.backbone, device, checkpoint=checkpoint, compile=compile, fp8=fp8
                     )
                 except ValueError as e:
                     why = str(e)
             if why is not None:
-                if fallback is None:
-                    raise HarnessError(f"fast_training: {why}; drop --set fast_training=true")
+                if fallback is None or fp8:
+                    raise HarnessError(cannot_run("the fused step", why, fp8))
                 _log.info(f"training through the plain Hugging Face forward: the fused step cannot run ({why})")
                 decoders[id(model)] = None
         decoder = decoders[id(model)]

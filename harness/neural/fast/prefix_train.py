@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from harness.neural.fast.fused_decoder import to_device
-from harness.neural.fast.lora_train import Attend, LoraFusedDecoder, training_compile
+from harness.neural.fast.lora_train import Attend, LoraFusedDecoder, cannot_run, fast_decoder
 
 _log = logging.getLogger(__name__)
 
@@ -107,7 +107,9 @@ def reranker_loss(
     return candidates_loss(shared_prefix_scores(decoder, head, groups, device), tau) / len(groups)
 
 
-def shared_prefix_score_groups(*, checkpoint: bool = False, compile: bool | None = None, fallback=None):
+def shared_prefix_score_groups(
+    *, checkpoint: bool = False, compile: bool | None = None, fallback=None, fp8: bool = False
+):
     """A `score_groups` hook for the reranker's training task (`QueryNegatives`, with
     `fast_training`): score_groups(wrapped, model, groups, device) -> one tensor of scores per
     group of (prefix, candidates), `shared_prefix_scores` through a LoraFusedDecoder over
@@ -118,7 +120,8 @@ def shared_prefix_score_groups(*, checkpoint: bool = False, compile: bool | None
     whose forward arms the gradient all-reduce. compile: as the retriever's fused step
     (`lora_train.training_compile`; None: on CUDA above 2B parameters). fallback: the plain
     `score_groups` where the shared-prefix step cannot run (under DDP, or a backbone the fused
-    decoder does not support), said once in the log; without it, an error."""
+    decoder does not support), said once in the log; without it, an error. fp8: train over an FP8
+    frozen base, as `lora_train.fused_embed_batch(fp8=True)`; no fallback then."""
     from harness.errors import HarnessError
 
     decoders: dict[int, LoraFusedDecoder | None] = {}
@@ -130,14 +133,14 @@ def shared_prefix_score_groups(*, checkpoint: bool = False, compile: bool | None
             why = "the shared-prefix step bypasses DDP's gradient sync" if ddp else None
             if why is None:
                 try:
-                    decoders[id(model)] = LoraFusedDecoder(
-                        model.backbone, compile=training_compile(model.backbone, compile), checkpoint=checkpoint
+                    decoders[id(model)] = fast_decoder(
+                        model.backbone, device, checkpoint=checkpoint, compile=compile, fp8=fp8
                     )
                 except ValueError as e:
                     why = str(e)
             if why is not None:
-                if fallback is None:
-                    raise HarnessError(f"fast_training: {why}; drop --set fast_training=true")
+                if fallback is None or fp8:
+                    raise HarnessError(cannot_run("the shared-prefix step", why, fp8))
                 _log.info(
                     f"scoring training pairs through the plain Hugging Face forward: the shared-prefix "
                     f"step cannot run ({why})"
