@@ -47,6 +47,7 @@ _NEURAL = {
     "fused_embed_batch": "harness.neural.fast.lora_train",
     "score_continuations": "harness.neural.fast.prefix_scoring",
     "shared_prefix_score_groups": "harness.neural.fast.prefix_train",
+    "require_fp8": "harness.neural.fast.fp8_linear",
     "load_backbone": "harness.neural.hf",
     "load_tokenizer": "harness.neural.hf",
     "candidates_loss": "harness.neural.losses",
@@ -74,6 +75,7 @@ if TYPE_CHECKING:  # what a type checker and an editor see; at run time __getatt
     from harness.neural.embed_cache import EmbeddingCache, cache_root, cached_encode, default_cache_root, model_key
     from harness.neural.encoder import TextEncoder, TokenEncoder, checkpoint_backbone, embed_features
     from harness.neural.fast.enable import enable_fast_path
+    from harness.neural.fast.fp8_linear import require_fp8
     from harness.neural.fast.fused_paths import score_fused_continuations
     from harness.neural.fast.lora_train import fused_embed_batch
     from harness.neural.fast.prefix_scoring import score_continuations
@@ -141,6 +143,7 @@ __all__ = [
     "mean_pool",
     "model_key",
     "pick_device",
+    "require_fp8",
     "resolve_model",
     "retry_on_oom",
     "score_continuations",

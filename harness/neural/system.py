@@ -30,9 +30,13 @@ _log = logging.getLogger(__name__)
 class EncoderSystem:
     """A harness Encoder over any TextEncoder: cached, batched, normalised when cosine."""
 
-    def __init__(self, model: TextEncoder, settings: ContrastiveTraining, describe: dict | None = None):
+    def __init__(
+        self, model: TextEncoder, settings: ContrastiveTraining, describe: dict | None = None, *, fp8: bool = False
+    ):
         """settings: the plugin's config, read for its inference section (cache, encode_max_tokens,
-        fast_path, search_*) and device."""
+        fast_path, search_*) and device. fp8: encode through FP8 products of the frozen base
+        (harness.neural.fast.fp8_linear; the caller has checked the device with `require_fp8`):
+        it needs the fast path, and its vectors are cached under an identity of their own."""
         self.device = pick_device(settings.device)
         self.model = model.to(self.device).eval()
         if self.device.type == "cuda":
@@ -40,12 +44,20 @@ class EncoderSystem:
         if settings.fast_path:
             from harness.neural.fast.enable import enable_fast_path
 
-            self.fast_path = enable_fast_path(self.model)
+            self.fast_path = enable_fast_path(self.model, fp8=fp8)
+        elif fp8:
+            from harness.errors import HarnessError
+
+            raise HarnessError(
+                "fp8=true: FP8 products run on the fast path's fused decoder; drop --set fast_path=false"
+            )
         else:
             self.fast_path = None
+        self.fp8 = fp8
         self.max_tokens = settings.encode_max_tokens
         self.search_index, self.search_nprobe = settings.search_index, settings.search_nprobe
-        self.identity = model.identity()
+        # FP8 vectors are another function's: never served for bf16 ones, nor the other way round
+        self.identity = model.identity() + ("|fp8-e4m3" if fp8 else "")
         self.cache = (
             EmbeddingCache(default_cache_root(), model_key(self.identity), model.max_length, writer=is_main())
             if settings.cache
@@ -110,6 +122,7 @@ class EncoderSystem:
             "max_length": self.model.max_length,
             "fast_path": self.fast_path,
             "search": self.search_index,
+            **({"fp8": "e4m3 frozen base"} if self.fp8 else {}),
         }
 
 

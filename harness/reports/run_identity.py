@@ -47,10 +47,16 @@ def backbone_label(res: dict, catalog: Catalog | None = None) -> str:
     info = _facts(res, catalog)
     if not ident:
         return "not recorded"
+    fp8 = ", its projections in FP8 e4m3" if fp8_base(res) else ""
     if info is None or not info.quantization:
-        return ident
+        return f"{ident} ({fp8.removeprefix(', its ')})" if fp8 else ident
     dtype = "bf16" if res.get("config", {}).get("bf16", True) else "float32"
-    return f"{ident} ({info.quantization}, dequantized to {dtype})"
+    return f"{ident} ({info.quantization}, dequantized to {dtype}{fp8})"
+
+
+def fp8_base(res: dict) -> bool:
+    """Whether the run computed its frozen base's products in FP8 (config fp8, harness.neural.fast.fp8_linear)."""
+    return bool(res.get("config", {}).get("fp8"))
 
 
 def parameters(res: dict, catalog: Catalog | None = None) -> str:
@@ -135,6 +141,10 @@ def differs_from_paper(res: dict, sources: dict[str, list[str]] | None = None, c
         out.append(f"backbone {kind} (paper: {paper['backbone_variant']})")
     if paper.get("first_stage") and cfg.get("first_stage"):
         out.append(f"first stage {cfg['first_stage']} (paper: {paper['first_stage']})")
+    if fp8_base(res):
+        out.append("frozen base's products in FP8 e4m3 (paper: bf16)")
+    if (model_card(res).get("recipe") or {}).get("fp8"):
+        out.append("trained over an FP8 e4m3 frozen base (paper: bf16)")
     if not trained_here(res):
         if paper.get("trained"):
             out.append("not trained (pretrained backbone only)")

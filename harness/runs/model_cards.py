@@ -5,7 +5,8 @@ The card (`aa_model.json` in the model folder; a plugin's own loading fields sta
 
   card_version   1
   system         the registered system that trained it
-  recipe         the config's recipe section (what the paper specifies; LoRA included)
+  recipe         the config's recipe section (what the paper specifies; LoRA included; the
+                 precision: bf16, and fp8 where the system offers it)
   training_run   how it was run (gradient checkpointing, checkpoints, step cap, micro-batch)
   global_batch   {unit, per_batch, grad_accumulation, per_optimizer_step}
   training_data  {sha256, documents, authors, files}: sha256 over (documentID, first author,
@@ -146,6 +147,13 @@ def check_card(
             f"{where}: the model was trained on backbone {trained_on!r}; this run's backbone is "
             f"{runs_on!r} (--set backbone={trained_on})"
         )
+    trained_fp8, runs_fp8 = bool(recipe.get("fp8", False)), bool(config.get("fp8", False))
+    if trained_fp8 != runs_fp8 and "fp8" in config and warn is not None:
+        warn(
+            f"{where}: the model was trained over {'an FP8' if trained_fp8 else 'a bf16'} frozen base; this run "
+            f"computes it in {'FP8' if runs_fp8 else 'bf16'} (the run's fp8={str(runs_fp8).lower()} is used; "
+            f"--set fp8={str(trained_fp8).lower()} to match)"
+        )
     trained_len, run_len = recipe.get("max_length"), config.get("max_length")
     if trained_len and run_len and trained_len != run_len and warn is not None:
         warn(
@@ -196,13 +204,24 @@ def addressed_config(config: Mapping[str, Any]) -> tuple[dict[str, Any], dict[st
     return out, address
 
 
+# Recipe keys added after model ids were first issued, with the value every model before them had
+# (fp8: the frozen base's products in FP8, harness.neural.fast.fp8_linear). At that value a key is
+# left out of the id, so the models trained before it keep their ids; at any other it enters it.
+LATER_RECIPE_KEYS: dict[str, Any] = {"fp8": False}
+
+
 def model_id(card: Mapping[str, Any]) -> str:
     """A trained model's id from its card: `<system>-<16 hex>` over what decides the weights (the
     system, the recipe, the step cap and the training data's sha256), not over how, when, where or
     with which commit it was trained, so the same recipe on the same data has one id."""
+    recipe = {
+        k: v
+        for k, v in (card.get("recipe") or {}).items()
+        if not (k in LATER_RECIPE_KEYS and v == LATER_RECIPE_KEYS[k] and type(v) is type(LATER_RECIPE_KEYS[k]))
+    }
     ident = {
         "system": card.get("system"),
-        "recipe": card.get("recipe", {}),
+        "recipe": recipe,
         "max_steps": (card.get("training_run") or {}).get("max_steps", 0),
         "training_data": (card.get("training_data") or {}).get("sha256"),
     }

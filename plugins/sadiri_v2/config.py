@@ -33,6 +33,26 @@ class LoRASpec(Section):
 
 
 @dataclass(frozen=True)
+class FP8Base(Section):
+    """fp8: run the frozen base's projections (q/k/v, o, gate/up and down of every layer) as FP8
+    products (harness.neural.fast.fp8_linear): the weights in e4m3 with a scale per output
+    channel, quantized once from the bf16 weights, which are then dropped; the activations in
+    e4m3 with a scale per token, on the fly; torch._scaled_mm with bf16 output; the gradient to
+    the input (LoRA trains above it) through the FP8 weight, at bf16's precision. Not the paper's:
+    every product rounds its operands to 3 mantissa bits, so the model computes another function,
+    in training (the adapter learns over the FP8 base) and in encoding and scoring. A recipe
+    setting, as bf16 is: it decides the weights, so the model card's recipe records it and it
+    enters the model's id when on; the run's config records it, its embeddings are cached apart,
+    and the pages name it. It runs only in the speed layer's fused decoder (fast_training to train,
+    fast_path to encode, prefix_reuse to score; one process; a Llama, Mistral, Qwen2 or Qwen3
+    backbone) on a CUDA GPU of compute capability 8.9 or newer; asked for anywhere else it is a
+    one-line error, never a bf16 run in its place. Off (the default): bf16 products, as before."""
+
+    purpose: ClassVar[str] = "recipe"
+    fp8: bool = False
+
+
+@dataclass(frozen=True)
 class RetrieverRecipe(ContrastiveRecipe):
     """The SADIRI-v2 retriever recipe (Eq. 1): a decoder LLM (the paper's: Qwen3 0.6B/1.7B/4B/8B
     and Mistral-Nemo-Base-2407) with LoRA, mean pooling over the final hidden states of the
@@ -92,7 +112,7 @@ class RetrieverTrainingRun(Section):
 
 
 @dataclass(frozen=True)
-class RetrieverConfig(RetrieverRecipe, LoRASpec, TrainedModel, RetrieverTrainingRun, ContrastiveTraining):
+class RetrieverConfig(RetrieverRecipe, LoRASpec, FP8Base, TrainedModel, RetrieverTrainingRun, ContrastiveTraining):
     """The SADIRI-v2 retriever: its recipe and LoRA, how to run them, how to encode.
 
     backbone: hub id or local folder (a GGUF folder works); the default is the paper's smallest.
@@ -196,7 +216,7 @@ class RerankerTrainingRun(Section):
 
 @dataclass(frozen=True)
 class RerankerConfig(
-    RerankerRecipe, LoRASpec, TrainedModel, RerankerTrainingRun, TrainingRun, RerankerInference, Runtime
+    RerankerRecipe, LoRASpec, FP8Base, TrainedModel, RerankerTrainingRun, TrainingRun, RerankerInference, Runtime
 ):
     """The SADIRI-v2 reranker: its recipe and LoRA, how to run them, how to score.
 
@@ -212,6 +232,8 @@ def describe_run(config: dict) -> str:
     label = " + ".join(STRATEGY_LABELS.get(x, x) for x in strategy.split("+"))
     if config.get("negative_sampling", "nearest") == "sampled" and set(strategy.split("+")) & {"q", "p"}:
         label += f", sampled from the {config.get('negative_pool')} nearest"
+    if config.get("fp8"):
+        label += "; frozen base in FP8"
     return label
 
 

@@ -27,7 +27,7 @@ from harness.api import (
     weights_fingerprint,
 )
 from plugins.sadiri_v2.config import RerankerConfig, parse_strategy
-from plugins.sadiri_v2.retriever import _dtype, lora_config
+from plugins.sadiri_v2.retriever import _dtype, check_fp8, lora_config
 
 MODEL_JSON = "aa_model.json"
 
@@ -146,12 +146,14 @@ class RerankerSystem:
 
     By default each query is encoded once and its keys and values serve all its candidates
     (prefix reuse, `--set prefix_reuse=false` for concatenated pairs); the LoRA adapter is
-    merged into the weights, since nothing trains here.
+    merged into the weights, since nothing trains here. With fp8 the merged base's products are
+    FP8 ones (prefix reuse on the fused decoder only).
     """
 
     def __init__(self, config: RerankerConfig):
         self.config = config
         self.device = pick_device(config.device)
+        check_fp8(config, config.prefix_reuse, "prefix_reuse")
         self.model = load(config)
         if hasattr(self.model.backbone, "merge_and_unload"):
             self.model.backbone = self.model.backbone.merge_and_unload()
@@ -160,7 +162,7 @@ class RerankerSystem:
             self.model.to(torch.bfloat16)
         # "padded"/"packed" (the fused decoder; prefixes always run packed) or "aa_causal" reuse the
         # query's keys and values; None scores concatenated pairs
-        self.fast_path = enable_fast_path(self.model) if config.prefix_reuse else None
+        self.fast_path = enable_fast_path(self.model, fp8=config.fp8) if config.prefix_reuse else None
 
     def rerank(self, queries: Sequence[Document], candidate_lists: Sequence[Sequence[Document]]) -> list[np.ndarray]:
         if self.fast_path:
@@ -243,4 +245,5 @@ class RerankerSystem:
             "model_identity": self.model.identity(),
             "strategy": "+".join(parse_strategy(self.config.strategy)),
             "fast_path": self.fast_path,
+            **({"fp8": "e4m3 frozen base"} if self.config.fp8 else {}),
         }

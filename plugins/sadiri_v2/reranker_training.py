@@ -151,13 +151,17 @@ def train(
     fused decoder's families; else the concatenated pairs, said in the log); an explicit
     `embed_batch` hook keeps the concatenated pairs and wins over it, as for the retriever."""
     from harness.api import config_sections, train_loop
+    from plugins.sadiri_v2.retriever import check_fp8
 
+    check_fp8(config, config.fast_training and embed_batch is None, "fast_training")
     torch.manual_seed(config.seed)
     task = QueryNegatives(documents, config, embed_batch)
     if embed_batch is None and config.fast_training:  # the shared-prefix step, else (DDP, other families) pairs
         from harness.api import shared_prefix_score_groups
 
-        task.score_groups = shared_prefix_score_groups(checkpoint=config.grad_checkpointing, fallback=task.score_pairs)
+        task.score_groups = shared_prefix_score_groups(
+            checkpoint=config.grad_checkpointing, fallback=task.score_pairs, fp8=config.fp8
+        )
     model = new_for_training(config)
     log(
         f"reranker: {task.size()} queries x (1 + {config.negatives}) candidates, strategy {config.strategy}, "

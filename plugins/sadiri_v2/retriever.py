@@ -189,17 +189,36 @@ def save(model: LLMRetriever, folder: Path) -> None:
     )
 
 
+def check_fp8(config, fused: bool, setting: str) -> None:
+    """With fp8: the device runs FP8 products and the fused path that runs them is on (`setting`),
+    else one line, before any model loads."""
+    if config.fp8:
+        from harness.api import pick_device, require_fp8
+
+        require_fp8(pick_device(config.device))
+        if not fused:
+            raise HarnessError(
+                f"fp8=true: FP8 products run in the speed layer's fused decoder only; drop --set {setting}=false"
+            )
+
+
 class RetrieverSystem(EncoderSystem):
     def __init__(self, config: RetrieverConfig):
+        check_fp8(config, config.fast_path, "fast_path")
         model = load(config)
-        super().__init__(model, config, describe={"backbone": config.backbone, "trained": config.model is not None})
+        super().__init__(
+            model, config, describe={"backbone": config.backbone, "trained": config.model is not None}, fp8=config.fp8
+        )
 
 
 def train(config: RetrieverConfig, documents, out_dir: Path, embed_batch=None) -> Path:
+    check_fp8(config, config.fast_training and embed_batch is None, "fast_training")
     if embed_batch is None and config.fast_training:  # the fused step, else (DDP, other families) the plain one
         from harness.api import default_embed_batch, fused_embed_batch
 
-        embed_batch = fused_embed_batch(checkpoint=config.grad_checkpointing, fallback=default_embed_batch)
+        embed_batch = fused_embed_batch(
+            checkpoint=config.grad_checkpointing, fallback=default_embed_batch, fp8=config.fp8
+        )
     return train_system(
         lambda: new_for_training(config, documents), config, documents, out_dir, save, embed_batch=embed_batch
     )
