@@ -186,3 +186,21 @@ def test_an_fp8_training_and_run_record_fp8_and_cache_apart(tiny_qwen3_dir, tmp_
         keys[fp8] = res["extra"]["model_identity"]
     assert keys[True] == keys[False] + "|fp8-e4m3"
     assert len(list((isolated_cache / "embeddings").iterdir())) == 2  # two cache folders, one per identity
+
+
+def test_an_untrained_backbone_encodes_through_fp8(tiny_qwen3_dir, monkeypatch):
+    """config.model None: the backbone as loaded (its weights not frozen by any adapter) is frozen and
+    quantized for encoding."""
+    from harness.data.demo import demo_documents
+    from harness.neural.fast import fp8_linear
+    from plugins.sadiri_v2.config import RetrieverConfig
+    from plugins.sadiri_v2.retriever import RetrieverSystem
+
+    monkeypatch.setattr(fp8_linear, "fp8_unsupported", lambda device: None)
+    system = RetrieverSystem(
+        RetrieverConfig(backbone=str(tiny_qwen3_dir), max_length=32, device="cpu", cache=False, fp8=True)
+    )
+    assert system.fast_path == "packed" and system.describe()["fp8"] == "e4m3 frozen base"
+    assert system.identity.endswith("|fp8-e4m3")
+    vecs = system.encode(demo_documents()[:5])
+    assert vecs.shape[0] == 5 and torch.isfinite(torch.from_numpy(vecs)).all()

@@ -46,6 +46,7 @@ def enable_fast_path(encoder, prefer: str = "packed", *, fp8: bool = False) -> s
                 f"fp8=true: FP8 products run in the fused decoder only (Llama, Mistral, Qwen2, Qwen3 backbones, "
                 f"path packed or padded); {type(backbone).__name__} with path {prefer!r} cannot take it"
             )
+        backbone.requires_grad_(False)  # inference only: the whole base is frozen
         quantize_frozen_base(backbone)
     if fused:
         encoder.fused_decoder = FusedDecoder(backbone, layout=prefer)
