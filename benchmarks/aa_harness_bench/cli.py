@@ -35,6 +35,12 @@ def add_parser(sub) -> None:
             action="store_true",
             help="build the architecture from its config with random weights (nothing downloaded)",
         )
+        p.add_argument(
+            "--backbone",
+            metavar="REF",
+            help="real weights instead: a backbone as the systems load it (hub id or local folder, a GGUF folder "
+            "too; dequantized to bf16 on GPU); it names the result and is the default --tokenizer",
+        )
         p.add_argument("--device", default="auto", help="cuda, cuda:N or cpu (default auto: CUDA when present)")
         p.add_argument("--max-tokens", type=int, default=65536, help="token budget of a harness batch")
         p.add_argument("--naive-batch", type=int, default=32, help="batch size of the naive baseline (default 32)")
@@ -47,8 +53,8 @@ def add_parser(sub) -> None:
         )
         p.add_argument(
             "--tokenizer",
-            default=str(Path(".cache/models/qwen3-tokenizer")),
-            help="tokenizer for --texts: hub id or folder (default: the fetched Qwen3 tokenizer)",
+            help="tokenizer for --texts: hub id or folder (default: --backbone's, else the fetched Qwen3 "
+            "tokenizer in .cache/models/qwen3-tokenizer)",
         )
         p.add_argument("--out", type=Path, help=_out_help("<kind>-<arch>-<device>.json"))
         p.add_argument("--no-save", action="store_true", help="print only")
@@ -76,6 +82,7 @@ def add_parser(sub) -> None:
         action="store_true",
         help="under torchrun: rank 0 alone, then all ranks sharded (the multi-GPU scaling figure)",
     )
+    fp8_arg(p)
     p.set_defaults(fn=cmd_encode)
 
     p = kinds.add_parser(
@@ -100,6 +107,7 @@ def add_parser(sub) -> None:
         metavar=("MIN", "MAX"),
         help="candidate lengths in tokens (default 150 512)",
     )
+    fp8_arg(p)
     p.set_defaults(fn=cmd_rerank)
 
     p = kinds.add_parser("train", help="LoRA training steps: the harness's fast steps against HF + PEFT (same batches)")
@@ -189,8 +197,30 @@ def add_parser(sub) -> None:
     p.set_defaults(fn=cmd_search)
 
 
+def fp8_arg(p) -> None:
+    p.add_argument(
+        "--fp8",
+        action="store_true",
+        help="then the packed path again with the frozen base's products in FP8 (e4m3; CUDA, compute capability "
+        "8.9 or newer), timed beside bf16 with its agreement with bf16; the model is quantized in place, last",
+    )
+
+
 def _log(*a):
     print(*a, flush=True)
+
+
+DEFAULT_TOKENIZER = str(Path(".cache/models/qwen3-tokenizer"))
+
+
+def _resolve(args) -> None:
+    """The tokenizer --texts reads with (recorded as resolved), and the name a result takes."""
+    if getattr(args, "tokenizer", None) is None and hasattr(args, "tokenizer"):
+        args.tokenizer = getattr(args, "backbone", None) or DEFAULT_TOKENIZER
+    if getattr(args, "backbone", None):
+        if args.random_weights:
+            raise HarnessError("--backbone loads real weights: leave out --random-weights")
+        args.arch = Path(args.backbone.rstrip("/")).name if Path(args.backbone).is_dir() else args.backbone
 
 
 def _model(args, device):
@@ -198,11 +228,28 @@ def _model(args, device):
 
     from aa_harness_bench.archs import build_model
 
-    if not args.random_weights:
-        raise HarnessError("bench builds architectures with random weights only: pass --random-weights")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    if getattr(args, "backbone", None):
+        from harness.neural.hf import load_backbone
+
+        model, _, _ = load_backbone(args.backbone, dtype=dtype)
+        model = model.to(device).eval()
+        model.requires_grad_(False)
+        return model
+    if not args.random_weights:
+        raise HarnessError(
+            "bench builds architectures with random weights only: pass --random-weights (or --backbone REF for real "
+            "weights)"
+        )
     model = build_model(args.arch, device, dtype, seed=args.seed)
     return model
+
+
+def _check_fp8(args, device) -> None:
+    if getattr(args, "fp8", False):
+        from harness.neural.fast.fp8_linear import require_fp8
+
+        require_fp8(device)
 
 
 def _save(args, kind, name, device, figures) -> None:
@@ -222,9 +269,13 @@ def cmd_encode(args) -> int:
     from aa_harness_bench.workload import random_rows
     from harness.neural.device import pick_device
 
+    _resolve(args)
     if args.shard:
+        if args.fp8:
+            raise HarnessError("--fp8 is timed on one GPU: leave out --shard")
         return _encode_sharded(args)
     device = pick_device(args.device)
+    _check_fp8(args, device)
     model = _model(args, device)
     if args.texts:
         from aa_harness_bench.workload import text_rows
@@ -239,10 +290,17 @@ def cmd_encode(args) -> int:
 
     variants = [(int(v.split(":")[0]), v.split(":")[1] if ":" in v else "packed") for v in args.variant]
     figures = bench_encode(
-        model, rows, device, max_tokens=args.max_tokens, naive_batch=args.naive_batch, variants=variants, log=_log
+        model,
+        rows,
+        device,
+        max_tokens=args.max_tokens,
+        naive_batch=args.naive_batch,
+        variants=variants,
+        fp8=args.fp8,
+        log=_log,
     )
     _log(f"agreement: {figures['agreement']}")
-    _save(args, "encode", args.arch, device, figures)
+    _save(args, "encode", args.arch + ("-fp8" if args.fp8 else ""), device, figures)
     return 0
 
 
@@ -305,7 +363,9 @@ def cmd_rerank(args) -> int:
     from aa_harness_bench.workload import random_rows
     from harness.neural.device import pick_device
 
+    _resolve(args)
     device = pick_device(args.device)
+    _check_fp8(args, device)
     model = _model(args, device)
     vocab = model.config.vocab_size
     if args.texts:
@@ -326,10 +386,11 @@ def cmd_rerank(args) -> int:
         max_tokens=args.max_tokens,
         naive_batch=args.naive_batch,
         seed=args.seed,
+        fp8=args.fp8,
         log=_log,
     )
     _log(f"agreement: {figures['agreement']}")
-    _save(args, "rerank", args.arch, device, figures)
+    _save(args, "rerank", args.arch + ("-fp8" if args.fp8 else ""), device, figures)
     return 0
 
 
@@ -342,6 +403,9 @@ def cmd_train(args) -> int:
     from aa_harness_bench.workload import random_rows
     from harness.neural.device import pick_device
 
+    if args.backbone:
+        raise HarnessError("bench train builds architectures with random weights only (--backbone: encode and rerank)")
+    _resolve(args)
     if not args.random_weights:
         raise HarnessError("bench builds architectures with random weights only: pass --random-weights")
     device = pick_device(args.device)

@@ -6,6 +6,11 @@ fast path (a FusedDecoder: fused, compiled layers over "padded" length-sorted ro
 mask-free causal cuDNN attention, or "packed" rows with varlen flash attention; or
 "aa_causal": the Hugging Face model with mask-free causal attention), the path the
 retrievers run. Both over the same weights (bf16 on GPU, fp32 on CPU) and rows.
+
+fp8 (`--fp8`): last, the model's frozen projections are quantized in place
+(harness.neural.fast.fp8_linear) and the harness's packed path is timed again over FP8 products,
+with its agreement against the bf16 harness path's vectors: relative error, top-10 neighbour
+overlap and the Spearman correlation of each query's scores (cosine) against all rows.
 """
 
 from __future__ import annotations
@@ -66,6 +71,23 @@ def agreement(fast: np.ndarray, ref: np.ndarray, k: int = 10, queries: int = 200
     }
 
 
+def score_spearman(fast: np.ndarray, ref: np.ndarray, queries: int = 200) -> dict:
+    """Spearman correlation between two encodings' cosine scores of each of the first `queries` rows
+    against every other row (how alike the two rank a pool): median and minimum over the queries."""
+    from scipy.stats import spearmanr
+
+    def scores(v):
+        v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-30)
+        return v[:queries] @ v.T
+
+    a, b = scores(fast), scores(ref)
+    rho = []
+    for i in range(len(a)):
+        keep = np.arange(a.shape[1]) != i
+        rho.append(float(spearmanr(a[i, keep], b[i, keep]).statistic))
+    return {"spearman_median": float(np.median(rho)), "spearman_min": float(np.min(rho))}
+
+
 def _figures(rows, seconds: float, shape: Shape, flops: float | None = None) -> dict:
     tokens = sum(len(r) for r in rows)
     flops = shape.rows_flops(rows) if flops is None else flops
@@ -79,11 +101,11 @@ def _figures(rows, seconds: float, shape: Shape, flops: float | None = None) -> 
     }
 
 
-def time_harness(model, rows, device, *, path: str, max_tokens: int, warmup_rows: int):
+def time_harness(model, rows, device, *, path: str, max_tokens: int, warmup_rows: int, fp8: bool = False):
     """(vectors, seconds, path taken) of the harness path, after a warm-up over the length range."""
     from harness.neural.encoder import embed_features
 
-    enc = harness_encoder(model, path)
+    enc = harness_encoder(model, path, fp8=fp8)
     by_length = sorted(rows, key=len)
     warm = [by_length[int(i)] for i in np.linspace(0, len(rows) - 1, min(warmup_rows, len(rows)))]
     embed_features(enc, warm, device, max_tokens=max_tokens, amp=False)
@@ -100,9 +122,11 @@ def bench_encode(
     naive_batch: int = 32,
     warmup_rows: int = 64,
     variants: Sequence[tuple[int, str]] = (),
+    fp8: bool = False,
     log=print,
 ) -> dict:
-    """variants: extra (max_tokens, path) settings of the harness path, timed after it."""
+    """variants: extra (max_tokens, path) settings of the harness path, timed after it. fp8: then
+    the packed path over FP8 products, beside bf16 (the model is quantized in place: last)."""
     shape = Shape.of(model)
     use_cache = model.config.use_cache
     model.set_attn_implementation("sdpa")
@@ -136,12 +160,34 @@ def bench_encode(
         log(
             f"  variant {taken} max_tokens={budget}: {tried[-1]['tokens_per_s']:,.0f} tokens/s ({t_naive / t:.2f}x naive)"
         )
-    model.set_attn_implementation("sdpa")
-    model.config.use_cache = use_cache
-    return {
+    out = {
         "naive": {**naive, "batch": naive_batch, "order": "arrival", "attention": "sdpa + padding mask"},
         "harness": {**ours, "max_tokens": max_tokens, "path": path},
         "speedup": round(t_naive / t_fast, 3),
         "agreement": agreement(fast, ref),
         "variants": tried,
     }
+    if fp8:
+        vecs, t, taken = time_harness(
+            model, rows, device, path="packed", max_tokens=max_tokens, warmup_rows=warmup_rows, fp8=True
+        )
+        out["fp8"] = {
+            **_figures(rows, t, shape),
+            "max_tokens": max_tokens,
+            "path": taken,
+            "weights": "e4m3, a scale per output channel",
+            "activations": "e4m3, a scale per token",
+            "speedup": round(t_naive / t, 3),
+            "speedup_vs_bf16": round(t_fast / t, 3),
+            "agreement": agreement(vecs, ref),
+            "agreement_vs_bf16": {**agreement(vecs, fast), **score_spearman(vecs, fast)},
+        }
+        vs = out["fp8"]["agreement_vs_bf16"]
+        log(
+            f"fp8 ({taken}): {out['fp8']['tokens_per_s']:>10,.0f} tokens/s ({t_fast / t:.2f}x bf16); against bf16: "
+            f"rel. error median {vs['rel_error_median']:.1e}, top-10 {vs['top10_overlap']:.3f}, "
+            f"Spearman median {vs['spearman_median']:.4f} (min {vs['spearman_min']:.4f})"
+        )
+    model.set_attn_implementation("sdpa")
+    model.config.use_cache = use_cache
+    return out

@@ -100,6 +100,56 @@ def rerank_table(records: list[dict]) -> str:
     )
 
 
+def fp8_records(data: dict[str, list[dict]]) -> list[dict]:
+    """The encode and rerank records that timed the FP8 frozen base beside bf16 (`--fp8`)."""
+    return [r for kind in ("encode", "rerank") for r in data.get(kind, []) if r["results"].get("fp8")]
+
+
+def fp8_table(records: list[dict]) -> str:
+    """Each `--fp8` record: the harness's packed path in bf16 and over FP8 products, in one process,
+    and how alike their outputs rank (FP8 against bf16, not against the naive path)."""
+    rows = []
+    for r in records:
+        res, f = r["results"], r["results"]["fp8"]
+        encode = r["benchmark"] == "encode"
+        unit = "tokens_per_s" if encode else "pairs_per_s"
+        a = f["agreement_vs_bf16"]
+        if encode:
+            error = f"{a['rel_error_median']:.1e} / {a['rel_error_max']:.1e}"
+            ranks = f"top-10 {a['top10_overlap']:.3f}; ρ {a['spearman_median']:.4f} / {a['spearman_min']:.4f}"
+        else:
+            error = f"{a['max_abs_diff_over_score_sd']:.2g} sd"
+            ranks = f"top-8 {a['top8_overlap']:.3f}; ρ ≥ {a['spearman_min']:.4f}"
+        rows.append(
+            [
+                "encode" if encode else "rerank",
+                r["name"].removesuffix("-fp8"),
+                "real" if r["args"].get("backbone") else "random",
+                f"{res['harness'][unit]:,.1f}",
+                f"{f[unit]:,.1f}",
+                f"{f['speedup_vs_bf16']:.2f}",
+                error,
+                ranks,
+                _source(r),
+            ]
+        )
+    return markdown_table(
+        rows,
+        headers=[
+            "bench",
+            "shape",
+            "weights",
+            "bf16 per s",
+            "FP8 per s",
+            "× bf16",
+            "FP8 vs bf16: rel. error median / max (encode), max diff (rerank)",
+            "FP8 vs bf16: neighbours; Spearman median / min",
+            "card, commit, date",
+        ],
+        disable_numparse=True,
+    )
+
+
 def sharded_table(records: list[dict]) -> str:
     rows = [
         [
@@ -540,4 +590,19 @@ def performance_page(folder: Path) -> str:
         if data.get(kind):
             sources = "; ".join(sorted({_source(r) for r in data[kind]}))
             parts.append(f"## {title}\n\n{table(data[kind])}\n\nSource: {sources}.\n")
+        if kind == "rerank" and fp8_records(data):
+            parts.append(_fp8_section(fp8_records(data)))
     return "\n".join(parts)
+
+
+def _fp8_section(records: list[dict]) -> str:
+    sources = "; ".join(sorted({_source(r) for r in records}))
+    return (
+        "## FP8 frozen base beside bf16 (`aa-harness bench encode --fp8`, `bench rerank --fp8`)\n\n"
+        "The harness's packed path with the frozen base's projections as FP8 products (`fp8=true`: weights e4m3 "
+        "with a scale per output channel, activations e4m3 with a scale per token, `torch._scaled_mm`, bf16 out), "
+        "timed in the same process after the bf16 path on the same rows; its outputs are compared with the bf16 "
+        "path's, not the naive one's. Not exact: a model run this way computes another function, and its results "
+        "say so (their config's `fp8`). Weights: random (`--random-weights`) or a real backbone (`--backbone`).\n\n"
+        f"{fp8_table(records)}\n\nSource: {sources}.\n"
+    )

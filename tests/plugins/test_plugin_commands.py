@@ -96,4 +96,7 @@ def test_bench_without_random_weights_is_one_line(tmp_path, monkeypatch, capsys)
     _install_bench_entry_point(tmp_path, monkeypatch)
     assert main(["bench", "encode", "--no-save"]) == 2
     err = capsys.readouterr().err
-    assert err == "aa-harness: error: bench builds architectures with random weights only: pass --random-weights\n"
+    assert err == (
+        "aa-harness: error: bench builds architectures with random weights only: pass --random-weights "
+        "(or --backbone REF for real weights)\n"
+    )
