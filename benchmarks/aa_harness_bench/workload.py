@@ -55,7 +55,8 @@ class Shape:
         from aa_harness_bench.archs import non_embedding_parameters
 
         c = model.config
-        return cls(non_embedding_parameters(model), c.num_hidden_layers, c.num_attention_heads * c.head_dim)
+        head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads  # Qwen2's config has none
+        return cls(non_embedding_parameters(model), c.num_hidden_layers, c.num_attention_heads * head_dim)
 
     def causal_flops(self, length: int, offset: int = 0) -> float:
         """`length` new tokens after `offset` cached ones: token i attends offset + i + 1 keys."""
