@@ -156,6 +156,12 @@ def add_parser(sub) -> None:
         default=512,
         help="tokens a paper training document for the epoch projection (the recipe truncates at 512)",
     )
+    p.add_argument(
+        "--fp8",
+        action="store_true",
+        help="then a third path: the harness's step over an FP8 frozen base (CUDA, compute capability 8.9 or "
+        "newer), its first step compared with the bf16 harness's",
+    )
     p.set_defaults(fn=cmd_train)
 
     p = kinds.add_parser("batching", help="hard-negative batching (Algorithm 1) against the pool size")
@@ -409,6 +415,7 @@ def cmd_train(args) -> int:
     if not args.random_weights:
         raise HarnessError("bench builds architectures with random weights only: pass --random-weights")
     device = pick_device(args.device)
+    _check_fp8(args, device)
 
     def build():  # called once a path: the naive model is gone before the harness's is built
         return _model(args, device)
@@ -435,6 +442,7 @@ def cmd_train(args) -> int:
             checkpoint=checkpoint,
             compile=compile,
             doc_tokens=args.doc_tokens,
+            fp8=args.fp8,
             log=_log,
         )
     else:
@@ -453,9 +461,10 @@ def cmd_train(args) -> int:
             warmup=args.warmup,
             checkpoint=checkpoint,
             compile=compile,
+            fp8=args.fp8,
             log=_log,
         )
-    _save(args, f"train-{args.model}", args.arch, device, figures)
+    _save(args, f"train-{args.model}", args.arch + ("-fp8" if args.fp8 else ""), device, figures)
     return 0
 
 

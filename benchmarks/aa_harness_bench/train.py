@@ -30,6 +30,11 @@ host copy of the base weights would cost 24 GB of host memory and two transfers 
 shape. Each path's peak memory is measured from its own start and printed; a path that runs
 out of GPU memory is recorded as {"error": "out of memory", "peak_memory_gib": ...} and the
 other path still runs and is written.
+
+fp8 (`--fp8`): a third path after those two, the harness's step over an FP8 frozen base
+(harness.neural.fast.fp8_linear; the base quantized on its own build, compiled or not as the bf16
+harness path), its first step compared with the bf16 harness path's (not with the naive one's:
+FP8 computes another function) and its peak memory its own.
 """
 
 from __future__ import annotations
@@ -268,12 +273,16 @@ def one_at_a_time(
     warmup: int,
     steps: int,
     log=print,
+    kept: dict | None = None,
 ) -> tuple[dict, dict, dict]:
     """The naive path, then the harness path, each on its own build (never both models at once),
     and the harness's first step compared with the naive one's: (naive timing, harness timing,
-    first-step agreement; "compared": false when a path failed before its first step)."""
+    first-step agreement; "compared": false when a path failed before its first step).
+    kept: gets the harness's first step ("harness_first"), for a later path to be compared with."""
     naive_t, naive_first, naive_fp = run_path("naive", build, naive, device, warmup=warmup, steps=steps, log=log)
     fast_t, fast_first, fast_fp = run_path("harness", build, harness, device, warmup=warmup, steps=steps, log=log)
+    if kept is not None:
+        kept["harness_first"] = fast_first
     if naive_first is None or fast_first is None:
         check = {
             "compared": False,
@@ -293,6 +302,27 @@ def one_at_a_time(
             "different models"
         )
     return naive_t, fast_t, check
+
+
+def fp8_path(build, make, kept: dict, described: dict, figures, fast_t: dict, naive_t: dict, device, **run) -> dict:
+    """The harness's step over an FP8 frozen base, on its own build after the other paths: its
+    figures, its speed against bf16's and naive's, and its first step against the bf16 harness's."""
+    fp8_t, fp8_first, _ = run_path("harness fp8", build, make, device, **run)
+    bf16_first = kept.get("harness_first")
+    if fp8_first is None or bf16_first is None:
+        check: dict = {"compared": False}
+    else:
+        check = compare_first_steps(bf16_first, fp8_first)
+        run.get("log", print)(
+            f"fp8 first step against bf16: loss {check['loss_rel_error']:.2e}; LoRA gradient rel. error "
+            f"{check['gradients']['rel_error']:.2e} (cosine {check['gradients']['cosine']:.6f})"
+        )
+    return {
+        **_path_figures(fp8_t, {**described, "fp8": "e4m3 frozen base"}, figures),
+        "speedup": _speedup(naive_t, fp8_t),
+        "speedup_vs_bf16": _speedup(fast_t, fp8_t),
+        "first_step_vs_bf16": check,
+    }
 
 
 def _cycle(items):
@@ -365,12 +395,14 @@ def bench_train_retriever(
     compile: bool | None = None,
     tau: float = 0.01,
     doc_tokens: int = 512,
+    fp8: bool = False,
     log=print,
 ) -> dict:
     """rows: 2 x authors x (warmup + steps) documents or more; batch i is rows[2ai : 2a(i+1)].
     build: returns the bare decoder with random weights; called once a path, it must give the
-    same weights each time (a seeded `archs.build_model`; checked)."""
-    from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss, training_compile
+    same weights each time (a seeded `archs.build_model`; checked). fp8: a third path over an FP8
+    frozen base (see the module docstring)."""
+    from harness.neural.fast.lora_train import LoraFusedDecoder, fast_decoder, retriever_loss, training_compile
 
     batch = 2 * authors
     batches = [
@@ -406,10 +438,13 @@ def bench_train_retriever(
             keep_train=True,
         )
 
-    def harness(model):
+    def harness(model, fp8: bool = False):
         peft, layer, finish, take = setup(model)
-        compiled.append(training_compile(peft, compile))
-        decoder = LoraFusedDecoder(peft, compile=compiled[-1], checkpoint=checkpoint)
+        if fp8:
+            decoder = fast_decoder(peft, device, checkpoint=checkpoint, compile=compile, fp8=True)
+        else:
+            compiled.append(training_compile(peft, compile))
+            decoder = LoraFusedDecoder(peft, compile=compiled[-1], checkpoint=checkpoint)
         loss = lambda ab: retriever_loss(decoder, finish, *ab, device, tau=tau)  # noqa: E731
         return PathSteps(
             peft,
@@ -419,7 +454,10 @@ def bench_train_retriever(
             lambda params: torch.optim.Adam(params, lr=1e-5, fused=device.type == "cuda"),
         )
 
-    naive_t, fast_t, check = one_at_a_time(build, naive, harness, device, warmup=warmup, steps=steps, log=log)
+    kept: dict = {}
+    naive_t, fast_t, check = one_at_a_time(
+        build, naive, harness, device, warmup=warmup, steps=steps, log=log, kept=kept
+    )
     peak = dense_peak_tflops(device)
 
     def figures(recompute):
@@ -448,9 +486,27 @@ def bench_train_retriever(
 
     _log_path(log, "naive", naive_f, line)
     _log_path(log, "harness", ours, lambda f: line(f) + (f"  ({speedup:.2f}x naive)" if speedup else ""))
+    paths = [("naive", naive_f), ("harness", ours)]
+    extra = {}
+    if fp8:
+        extra["fp8"] = fp8_path(
+            build,
+            lambda model: harness(model, fp8=True),
+            kept,
+            {k: ours[k] for k in ("checkpointing", "batch", "compiled", "path") if k in ours},
+            figures(checkpoint),
+            fast_t,
+            naive_t,
+            device,
+            warmup=warmup,
+            steps=steps,
+            log=log,
+        )
+        _log_path(log, "fp8", extra["fp8"], lambda f: line(f) + f"  ({f['speedup_vs_bf16']}x bf16 harness)")
+        paths.append(("fp8", extra["fp8"]))
     proj = {
         path: projection("retriever", f["documents_per_s"], doc_tokens=doc_tokens, tokens_per_s=f["tokens_per_s"])
-        for path, f in (("naive", naive_f), ("harness", ours))
+        for path, f in paths
         if "error" not in f
     }
     _log_projection(log, "retriever", proj, f"{PAPER['retriever_12b_hours_4xA6000']} h on 4 RTX A6000 (12B)")
@@ -463,6 +519,7 @@ def bench_train_retriever(
         "projection": proj,
         "paper": PAPER,
         "one_model_at_a_time": True,
+        **extra,
     }
 
 
@@ -476,10 +533,12 @@ def bench_train_reranker(
     checkpoint: bool = True,
     compile: bool | None = None,
     tau: float = 1.0,
+    fp8: bool = False,
     log=print,
 ) -> dict:
     """groups: (prefix, candidates) per query, at least 2; one query a step, as in the paper.
-    build: as for `bench_train_retriever`, called once a path."""
+    build: as for `bench_train_retriever`, called once a path. fp8: a third path over an FP8
+    frozen base (see the module docstring)."""
     from types import SimpleNamespace
 
     from harness.neural.fast.lora_train import training_compile
@@ -511,10 +570,13 @@ def bench_train_reranker(
             keep_train=True,
         )
 
-    def harness(model):
+    def harness(model, fp8: bool = False):
         peft, layer, head, take = setup(model)
-        compiled.append(training_compile(peft, compile))
-        score_groups = shared_prefix_score_groups(checkpoint=checkpoint, compile=compiled[-1])
+        if fp8:  # the hook quantizes the base at its first call, compiled or not as the bf16 path
+            score_groups = shared_prefix_score_groups(checkpoint=checkpoint, compile=compile, fp8=True)
+        else:
+            compiled.append(training_compile(peft, compile))
+            score_groups = shared_prefix_score_groups(checkpoint=checkpoint, compile=compiled[-1])
         scorer = SimpleNamespace(backbone=peft, finish=head)
         loss = lambda gs: harness_reranker_loss(score_groups, scorer, gs, device, tau=tau)  # noqa: E731
         return PathSteps(
@@ -525,7 +587,10 @@ def bench_train_reranker(
             lambda params: torch.optim.Adam(params, lr=1e-4, fused=device.type == "cuda"),
         )
 
-    naive_t, fast_t, check = one_at_a_time(build, naive, harness, device, warmup=warmup, steps=steps, log=log)
+    kept: dict = {}
+    naive_t, fast_t, check = one_at_a_time(
+        build, naive, harness, device, warmup=warmup, steps=steps, log=log, kept=kept
+    )
     pairs = int(np.mean([len(c) for _, c in groups]))
     concat_seqs = [[(len(p) + len(c), 0) for c in cs] for p, cs in groups]
     shared_seqs = [[(len(p), 0)] + [(len(c), len(p)) for c in cs] for p, cs in groups]
@@ -569,13 +634,36 @@ def bench_train_reranker(
             + f"; tokens {concat_tokens:,} -> {shared_tokens:,}"
         ),
     )
-    proj = {
-        path: projection("reranker", f["pairs_per_s"] / pairs)
-        for path, f in (("naive", naive_f), ("harness", ours))
-        if "error" not in f
-    }
+    paths = [("naive", naive_f), ("harness", ours)]
+    extra = {}
+    if fp8:
+        extra["fp8"] = fp8_path(
+            build,
+            lambda model: harness(model, fp8=True),
+            kept,
+            {k: ours[k] for k in ("checkpointing", "batch", "compiled", "path") if k in ours},
+            figures(shared_seqs, checkpoint, shared_tokens),
+            fast_t,
+            naive_t,
+            device,
+            warmup=warmup,
+            steps=steps,
+            log=log,
+        )
+        _log_path(
+            log,
+            "fp8",
+            extra["fp8"],
+            lambda f: (
+                f"{f['pairs_per_s']:>7,.2f} pairs/s  peak {f['peak_memory_gib']} GiB  "
+                f"({f['speedup_vs_bf16']}x bf16 harness)"
+            ),
+        )
+        paths.append(("fp8", extra["fp8"]))
+    proj = {path: projection("reranker", f["pairs_per_s"] / pairs) for path, f in paths if "error" not in f}
     _log_projection(log, "reranker", proj, f"{PAPER['reranker_hours_4xA6000']} h on 4 RTX A6000")
     return {
+        **extra,
         "naive": naive_f,
         "harness": ours,
         "speedup": speedup,

@@ -264,14 +264,17 @@ def train_table(records: list[dict]) -> str:
         unit = "documents" if "documents_per_s" in res["naive"] or r["benchmark"] == "train-retriever" else "pairs"
         model = r["benchmark"].removeprefix("train-")
         agree = _first_step_cell(res)
-        for path in ("naive", "harness"):
+        for path in ("naive", "harness", "fp8"):
+            if path not in res:  # fp8: only records of `bench train --fp8`
+                continue
             f = res[path]
             # records before `compiled` was written: compiled on CUDA unless --no-compile
             compiled = f.get(
                 "compiled",
                 path == "harness" and str(r.get("device", "")).startswith("cuda") and not r["args"].get("no_compile"),
             )
-            label = f"{path} ({f['batch']}{', ckpt' if f['checkpointing'] else ''}{', compiled' if compiled else ''})"
+            name = "harness, FP8 base" if path == "fp8" else path
+            label = f"{name} ({f['batch']}{', ckpt' if f['checkpointing'] else ''}{', compiled' if compiled else ''})"
             peak = "—" if f.get("peak_memory_gib") is None else f"{f['peak_memory_gib']:.1f}"
             if "error" in f:
                 rows.append(
@@ -291,8 +294,15 @@ def train_table(records: list[dict]) -> str:
             # from the measured rate, not the record's share_of_peak (older records divided by the achievable ~790)
             share_of = share_of_dense_peak(f["tflops"], r.get("device_name", ""))
             share = "—" if share_of is None else f"{100 * share_of:.0f}%"
-            speedup = "1.00" if path == "naive" else ("—" if res.get("speedup") is None else f"{res['speedup']:.2f}")
+            times = f.get("speedup") if path == "fp8" else res.get("speedup")
+            speedup = "1.00" if path == "naive" else ("—" if times is None else f"{times:.2f}")
             proj = res["projection"].get(path)
+            if path == "fp8":
+                agree_cell = "vs bf16 harness: " + _first_step_cell(
+                    {"first_step": f["first_step_vs_bf16"], "naive": res["harness"], "harness": f}
+                )
+            else:
+                agree_cell = "reference" if path == "naive" else agree
             rows.append(
                 [
                     f"{model}, {r['args']['arch']}",
@@ -303,7 +313,7 @@ def train_table(records: list[dict]) -> str:
                     peak,
                     speedup,
                     _hours(proj) if proj else "—",
-                    "reference" if path == "naive" else agree,
+                    agree_cell,
                 ]
             )
     rate = f"TFLOP/s (share of {DENSE_BF16_PEAK_TFLOPS:.0f} dense peak)"

@@ -113,3 +113,33 @@ def test_the_performance_page_shows_fp8_beside_bf16(tmp_path):
     row = next(line for line in page.splitlines() if line.startswith("| encode ") and "qwen2.5-coder" in line)
     assert "| real " in row and "1,000.0" in row and "1,700.0" in row and "1.70" in row
     assert "3.1e-02 / 6.0e-02" in row and "top-10 0.912; ρ 0.9876 / 0.9500" in row
+
+
+def test_bench_train_adds_an_fp8_path_compared_with_the_bf16_harness(tmp_path, monkeypatch):
+    from aa_harness_bench.archs import build_model
+    from aa_harness_bench.results import write_result
+    from aa_harness_bench.train import bench_train_reranker, bench_train_retriever
+    from harness.neural.fast import fp8_linear
+    from harness.reports.performance import performance_page
+
+    monkeypatch.setattr(fp8_linear, "fp8_unsupported", lambda device: None)  # the CPU runs the reference
+
+    def build(arch):
+        return lambda: build_model(arch, CPU, torch.float32, seed=0)
+
+    quiet = dict(steps=1, warmup=1, log=lambda *_: None, fp8=True)
+    r = bench_train_retriever(build("tiny-qwen3"), _rows(16, 5, 20, seed=9), CPU, authors=4, **quiet)
+    f = r["fp8"]
+    assert f["fp8"] == "e4m3 frozen base" and f["documents_per_s"] > 0 and f["speedup_vs_bf16"] > 0
+    # against the bf16 harness's first step: a measurement of FP8's rounding (here against fp32), no bound
+    check = f["first_step_vs_bf16"]
+    assert check["loss_rel_error"] > 0 and check["gradients"]["tensors"] == r["first_step"]["gradients"]["tensors"]
+    assert set(r["projection"]) == {"naive", "harness", "fp8"}
+    groups = [(_rows(1, 8, 8, seed=10 + i)[0], _rows(5, 8, 8, seed=20 + i)) for i in range(2)]
+    rr = bench_train_reranker(build("tiny-qwen3"), groups, CPU, **quiet)
+    assert rr["fp8"]["first_step_vs_bf16"]["gradients"]["tensors"] == rr["first_step"]["gradients"]["tensors"]
+    facts = {"device_name": "Test Card"}
+    write_result("train-retriever", "tiny-qwen3-fp8", facts, {"arch": "tiny-qwen3"}, r, tmp_path / "a.json")
+    page = performance_page(tmp_path)
+    row = next(line for line in page.splitlines() if "harness, FP8 base" in line)
+    assert "vs bf16 harness: loss" in row
