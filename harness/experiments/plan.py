@@ -277,6 +277,7 @@ class Plan:
         a collection whose seeds are all current maps to an empty list."""
         from harness.config import field_purposes
         from harness.errors import HarnessError
+        from harness.runs.later_keys import without_earlier_values
         from harness.runs.model_cards import model_id
         from harness.runs.results import read_result, result_path
 
@@ -309,8 +310,9 @@ class Plan:
                     if want_model is None or model_id(card) != want_model:
                         missing.append(f"{collection} seed {seed} (made with another model)")
                         continue
-                if got != want:
-                    diff = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
+                got, want_here = without_earlier_values(got), without_earlier_values(want)
+                if got != want_here:
+                    diff = sorted(k for k in set(got) | set(want_here) if got.get(k) != want_here.get(k))
                     missing.append(f"{collection} seed {seed} (config differs: {', '.join(diff)})")
         return out
 

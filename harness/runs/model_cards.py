@@ -204,21 +204,13 @@ def addressed_config(config: Mapping[str, Any]) -> tuple[dict[str, Any], dict[st
     return out, address
 
 
-# Recipe keys added after model ids were first issued, with the value every model before them had
-# (fp8: the frozen base's products in FP8, harness.neural.fast.fp8_linear). At that value a key is
-# left out of the id, so the models trained before it keep their ids; at any other it enters it.
-LATER_RECIPE_KEYS: dict[str, Any] = {"fp8": False}
-
-
 def model_id(card: Mapping[str, Any]) -> str:
     """A trained model's id from its card: `<system>-<16 hex>` over what decides the weights (the
     system, the recipe, the step cap and the training data's sha256), not over how, when, where or
     with which commit it was trained, so the same recipe on the same data has one id."""
-    recipe = {
-        k: v
-        for k, v in (card.get("recipe") or {}).items()
-        if not (k in LATER_RECIPE_KEYS and v == LATER_RECIPE_KEYS[k] and type(v) is type(LATER_RECIPE_KEYS[k]))
-    }
+    from harness.runs.later_keys import without_earlier_values
+
+    recipe = without_earlier_values(card.get("recipe") or {})  # a later key at its earlier value keeps old ids
     ident = {
         "system": card.get("system"),
         "recipe": recipe,

@@ -284,7 +284,10 @@ def config_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     out = []
     if a.get("system") != b.get("system"):
         out.append(f"system ({a.get('system')!r} vs {b.get('system')!r})")
-    ca, cb = a.get("config", {}), b.get("config", {})
+    from harness.runs.later_keys import without_earlier_values
+
+    # a key added since one of them was made reads as its earlier value there
+    ca, cb = without_earlier_values(a.get("config", {})), without_earlier_values(b.get("config", {}))
     for k in sorted(set(ca) | set(cb)):
         if k in PER_SEED_CONFIG_KEYS:
             continue
