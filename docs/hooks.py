@@ -1,7 +1,7 @@
 """mkdocs hooks: publish the generated leaderboard pages inside the site and fill generated blocks.
 
-The leaderboard pages (`leaderboards/*.md`, their plots, `leaderboards/collections/*.md`) are
-written by `aa-harness leaderboard`; the site serves them as they are under `leaderboards/`, so
+The leaderboard pages (`leaderboards/pages/`: `*.md`, their plots, `collections/*.md`) are
+written by `aa-harness leaderboard`; the site serves them as they are under `leaderboards/pages/`, so
 the manual links to the figures instead of copying them. A page may hold a marker line
 `<!-- generated: NAME -->`, replaced at build time by the block `GENERATED[NAME]()` returns.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 from mkdocs.structure.files import File
 
 ROOT = Path(__file__).resolve().parent.parent
-BOARD = ROOT / "leaderboards"
+BOARD = ROOT / "leaderboards" / "pages"
 MARKER = re.compile(r"^<!-- generated: ([a-z0-9-]+) -->$", re.M)
 
 

@@ -1,4 +1,4 @@
-"""leaderboards/performance.md: the benchmark JSON files of benchmarks/results as tables.
+"""leaderboards/pages/performance.md: the benchmark JSON files of benchmarks/results as tables.
 
 Every figure comes from a file written by `aa-harness bench` (or a script in benchmarks/)
 with its card, versions and commit; naive baselines were measured in the same process.

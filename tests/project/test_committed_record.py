@@ -1,4 +1,4 @@
-"""The golden set: the tests that read the committed record (leaderboards/ and its runs).
+"""The golden set: the tests that read the committed record (leaderboards/: its runs, registries and pages).
 
 Every other test builds what it reads in a temporary folder. These check that the committed pages
 are what the committed runs give; the README's generated parts are checked in test_docs.py.
@@ -12,6 +12,8 @@ from harness.reports.fixes import load_fixes
 from harness.reports.leaderboard import write_leaderboards
 from tests.conftest import ROOT
 
+PAGES = ROOT / "leaderboards" / "pages"
+
 
 @pytest.mark.slow
 def test_committed_tables_equal_regenerated(tmp_path):
@@ -24,14 +26,14 @@ def test_committed_tables_equal_regenerated(tmp_path):
         record=ROOT / "leaderboards",
     )
     for name in ("main.md", "per-genre.md", "reported.md", "training.md", "rerank.md", "performance.md"):
-        committed = (ROOT / "leaderboards" / name).read_text(encoding="utf-8")
+        committed = (PAGES / name).read_text(encoding="utf-8")
         assert committed == (tmp_path / name).read_text(encoding="utf-8"), (
-            f"leaderboards/{name} differs from what `aa-harness leaderboard` generates; rerun it and commit"
+            f"leaderboards/pages/{name} differs from what `aa-harness leaderboard` generates; rerun it and commit"
         )
     pages = sorted(p.name for p in (tmp_path / "collections").glob("*.md"))
-    assert pages == sorted(p.name for p in (ROOT / "leaderboards" / "collections").glob("*.md"))
+    assert pages == sorted(p.name for p in (PAGES / "collections").glob("*.md"))
     for name in pages:
-        committed = (ROOT / "leaderboards" / "collections" / name).read_text(encoding="utf-8")
+        committed = (PAGES / "collections" / name).read_text(encoding="utf-8")
         assert committed == (tmp_path / "collections" / name).read_text(encoding="utf-8"), (
             f"collections/{name} is stale"
         )
@@ -42,13 +44,13 @@ def test_plots_are_written_for_each_collection(tmp_path):
     written = write_leaderboards(ROOT / "leaderboards" / "runs", tmp_path, record=ROOT / "leaderboards")
     pngs = [p for p in written if p.suffix == ".png"]
     assert pngs and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
-    assert all((ROOT / "leaderboards" / p.name).is_file() for p in pngs), "a committed plot is missing"
+    assert all((PAGES / p.name).is_file() for p in pngs), "a committed plot is missing"
 
 
 def test_main_table_has_every_run():
     from harness.runs.results import iter_results
 
-    main = (ROOT / "leaderboards" / "main.md").read_text(encoding="utf-8")
+    main = (PAGES / "main.md").read_text(encoding="utf-8")
     for _, res in iter_results(ROOT / "leaderboards" / "runs"):
         assert f"| {res['run_name']} " in main
 
@@ -56,7 +58,7 @@ def test_main_table_has_every_run():
 def test_the_committed_registry_names_the_seed_fix():
     fixes = load_fixes(ROOT / "leaderboards" / "fixes.json")
     assert [f.commit[:7] for f in fixes] == ["da837aa"] and fixes[0].systems == ("sadiri-v2-retriever",)
-    main = (ROOT / "leaderboards" / "main.md").read_text(encoding="utf-8")
+    main = (PAGES / "main.md").read_text(encoding="utf-8")
     assert "| sadiri-v2-smollm2 †" in main and "| smollm2-untrained †" not in main
 
 

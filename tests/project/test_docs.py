@@ -30,7 +30,7 @@ def _load(name: str):
 
 def _user_docs() -> list[Path]:
     # the generated leaderboard pages are published inside the site, so they are user docs too
-    board = ROOT / "leaderboards"
+    board = ROOT / "leaderboards" / "pages"
     pages = [*sorted(board.glob("*.md")), *sorted(board.glob("collections/*.md"))]
     return [README, *sorted(DOCS.rglob("*.md")), *sorted(DOCS.glob("*.py")), *pages]
 

@@ -256,7 +256,7 @@ def _committed_pages(tmp_path):
     out = tmp_path / "pages"
     out.mkdir()
     for name in ("main.md", "per-genre.md", "performance.md", "rerank.md", "training.md", "reported.md"):
-        shutil.copy(ROOT / "leaderboards" / name, out / name)
+        shutil.copy(ROOT / "leaderboards" / "pages" / name, out / name)
     return out, {p.name: p.read_bytes() for p in out.iterdir()}
 
 
