@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "leaderboards" / "runs"
-REGISTRIES = ROOT / "leaderboards"  # stale.json, fixes.json, training/: read from here alone
+STALE = ROOT / "leaderboards" / "stale.json"  # the stale-runs registry: read from here alone
 OUT = ROOT / "docs" / "claims.md"
 
 R15 = "sadiri-v2-qwen2.5-1.5b-cosine-b16-lr1e-4"
@@ -274,9 +274,9 @@ def compared() -> list[tuple[tuple, object, str]]:
     from harness.reports.stale import load_stale
 
     record = record_dir()
-    runs = load_runs(RUNS, record, record=REGISTRIES)
-    stale_runs = load_runs(RUNS, record, stale=True, record=REGISTRIES)
-    entries = load_stale(REGISTRIES)
+    runs = load_runs(RUNS, record, stale_registry=STALE)
+    stale_runs = load_runs(RUNS, record, stale=True, stale_registry=STALE)
+    entries = load_stale(STALE)
     out = []
     for claim in CLAIMS:
         _, collection, a, b, _ = claim

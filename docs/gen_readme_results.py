@@ -17,7 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 RUNS = ROOT / "leaderboards" / "runs"
-REGISTRIES = ROOT / "leaderboards"  # stale.json, training/: read from here alone
+STALE = ROOT / "leaderboards" / "stale.json"  # the registries, each read from here alone
+DECONTAMINATION = ROOT / "leaderboards" / "training" / "decontamination.json"
 COLLECTIONS = ("reddit-xsub", "blogs-xtopic", "pan19-en")
 # The front page's rows, baselines first, then one row per system family at its best recipe.
 ROWS = (
@@ -50,7 +51,7 @@ def verified_run(collection: str, run: str) -> list[dict]:
     from harness.reports.stale import load_stale
     from harness.runs.verified import verified_results
 
-    entry = load_stale(REGISTRIES).get((collection, run))
+    entry = load_stale(STALE).get((collection, run))
     manifests = {(collection, run): entry.manifests} if entry else None  # a stale run: on the manifests it was made on
     found = (
         verified_results(RUNS, collection=collection, runs=[run], manifests_of=manifests)
@@ -65,7 +66,7 @@ def is_stale(collection: str, run: str) -> bool:
     _import_harness()
     from harness.reports.stale import load_stale
 
-    return (collection, run) in load_stale(REGISTRIES)
+    return (collection, run) in load_stale(STALE)
 
 
 def _identity(res: dict, before: dict[str, str], previous: str | None) -> list[str]:
@@ -92,8 +93,8 @@ def render() -> str:
     from harness.reports.run_identity import load_before_decontamination
     from harness.reports.stale import load_stale
 
-    before = load_before_decontamination(REGISTRIES)
-    stale = load_stale(REGISTRIES)
+    before = load_before_decontamination(DECONTAMINATION)
+    stale = load_stale(STALE)
     lines = [
         START,
         "| system | backbone | weights | " + " | ".join(COLLECTIONS) + " |",

@@ -495,7 +495,7 @@ def cmd_leaderboard(args) -> int:
         plots=not args.no_plots,
         reported=args.reported,
         bench_dir=args.bench_results,
-        record=args.record,
+        registries=_registries_in(args.record),
     )
     files = leaderboard_files(board)
     site = None
@@ -521,11 +521,38 @@ def cmd_leaderboard(args) -> int:
     return 0
 
 
+def _registries_in(folder: Path | None):
+    """The registries a --record folder holds, each where the folder keeps it (stale.json, fixes.json,
+    training/ with decontamination.json and training-sets.json); none without a folder."""
+    from harness.reports.record import Registries
+
+    if folder is None:
+        return Registries()
+    if not folder.is_dir():
+        raise HarnessError(
+            f"{folder}: record folder not found (--record names the folder of stale.json, fixes.json and training/)"
+        )
+
+    def found(path: Path) -> Path | None:
+        return path if path.exists() else None
+
+    return Registries(
+        stale=found(folder / "stale.json"),
+        fixes=found(folder / "fixes.json"),
+        training=found(folder / "training"),
+        decontamination=found(folder / "training" / "decontamination.json"),
+        training_sets=found(folder / "training" / "training-sets.json"),
+    )
+
+
 def cmd_export(args) -> int:
     from harness.reports.export import export_tables
 
     written = export_tables(
-        locations.runs_dir(args.runs_dir), locations.export_dir(args.out), args.format, record=args.record
+        locations.runs_dir(args.runs_dir),
+        locations.export_dir(args.out),
+        args.format,
+        stale_registry=_registries_in(args.record).stale,
     )
     for p in written:
         print(f"wrote {p}")

@@ -35,6 +35,20 @@ def local_model(ref: str) -> Path:
         pytest.skip(str(e))
 
 
+def committed_registries():
+    """The committed leaderboard's registries: stale runs, fixes, training logs, the training-set lists."""
+    from harness.reports.record import Registries
+
+    board = ROOT / "leaderboards"
+    return Registries(
+        stale=board / "stale.json",
+        fixes=board / "fixes.json",
+        training=board / "training",
+        decontamination=board / "training" / "decontamination.json",
+        training_sets=board / "training" / "training-sets.json",
+    )
+
+
 def write_jsonl(path: Path, records, *, gz: bool = False) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records)

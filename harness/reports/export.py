@@ -112,23 +112,30 @@ def _csv(rows: list[dict]) -> str:
     return buf.getvalue()
 
 
-def export_tables(runs_dir: Path, out_dir: Path, fmt: str = "csv", record: Path | None = None) -> list[Path]:
+def export_tables(
+    runs_dir: Path,
+    out_dir: Path,
+    fmt: str = "csv",
+    *,
+    splits_dir: Path | None = None,
+    stale_registry: Path | None = None,
+) -> list[Path]:
     """Write leaderboard, per-seed and per-query tables as `fmt` (csv, json) into out_dir, or the TREC
-    runs and qrels (trec); returns the paths. record: the folder whose stale-runs registry keeps runs
-    out (as the leaderboard's --record; None: none is)."""
+    runs and qrels (trec); returns the paths. splits_dir: where the manifests are (as load_runs);
+    stale_registry: the stale-runs registry that keeps runs out (as the leaderboard's; None: none is)."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
     if fmt == "trec":
         from harness.reports.trec_export import export_trec
 
-        return export_trec(runs_dir, out_dir, record=record)
-    runs = load_runs(Path(runs_dir), record=record)  # verified; a missing runs folder is an error
+        return export_trec(runs_dir, out_dir, splits_dir, stale_registry)
+    runs = load_runs(Path(runs_dir), splits_dir, stale_registry=stale_registry)  # verified; a missing folder: error
     if not runs:
         raise DataError(f"{runs_dir}: no results to export (is it the runs folder? --runs-dir)")
     from harness.foundation.locations import manifest_dirs
 
     tables = {
-        "leaderboard": leaderboard_rows(runs, manifest_dirs(runs_dir)),
+        "leaderboard": leaderboard_rows(runs, manifest_dirs(runs_dir, splits_dir)),
         "per-seed": per_seed_rows(runs),
         "per-query": per_query_rows(runs),
     }

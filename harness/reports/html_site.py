@@ -119,9 +119,9 @@ def author_macro_cell(board: Board, collection: str, name: str) -> str:
 def identities(board: Board) -> dict[tuple[str, str], RunIdentity]:
     """(collection, run) -> what the run is (harness.reports.run_identity): backbone, parameters, origin,
     training data and how its recipe differs from the paper's."""
-    from harness.reports.run_identity import load_before_decontamination, load_training_sources, run_identity
+    from harness.reports.run_identity import run_identity
 
-    before, sources = load_before_decontamination(board.record), load_training_sources(board.record)
+    before, sources = board.before_decontamination, board.training_sources
     return {key: run_identity(key[1], res[0], before, sources, board.catalog) for key, res in board.runs.items()}
 
 

@@ -27,6 +27,7 @@ from harness.reports.board import (
 )
 from harness.reports.cells import mean_sd_cell
 from harness.reports.fixes import footnotes, label
+from harness.reports.record import Registries
 from harness.reports.reported import render_reported
 
 _log = logging.getLogger(__name__)
@@ -317,12 +318,12 @@ def stale_section(board: Board, collection: str | None = None) -> str:
 
 def identity_section(board: Board, names: list[str]) -> str:
     """The pages' closing "What each run is" table (harness.reports.run_identity)."""
-    from harness.reports.run_identity import identity_table, load_before_decontamination, load_training_sources
+    from harness.reports.run_identity import identity_table
 
     if not names:
         return ""
-    before, sources = load_before_decontamination(board.record), load_training_sources(board.record)
-    return f"\n## What each run is\n\n{identity_table(board.runs, names, before, sources, board.catalog)}"
+    table = identity_table(board.runs, names, board.before_decontamination, board.training_sources, board.catalog)
+    return f"\n## What each run is\n\n{table}"
 
 
 def genre_page(board: Board) -> str:
@@ -334,15 +335,15 @@ def reported_page(board: Board) -> str:
 
 
 def training_page(board: Board) -> str:
-    from harness.reports.run_identity import load_before_decontamination
     from harness.reports.training import card_lines, log_marks, training_table
 
     logs = board.logs
     marks = log_marks(logs, list(board.fixes))
     notes = footnotes(f for m in marks.values() for f in m)
-    before = load_before_decontamination(board.record)
     body = (
-        training_table(logs, marks, before) + ("\n" + notes.rstrip("\n") if notes else "") + card_lines(logs)
+        training_table(logs, marks, board.before_decontamination)
+        + ("\n" + notes.rstrip("\n") if notes else "")
+        + card_lines(logs)
         if logs
         else "(no training logs)"
     )
@@ -403,8 +404,8 @@ class Page(NamedTuple):
 
 
 # Every runs folder gives the main and per-genre pages, the rerank page when it holds reranker runs, the
-# training page when `<runs-dir>/../training` holds logs; the reported page with --reported, the
-# performance page with benchmark results (--bench-results).
+# training page when the registries' training folder holds logs; the reported page with --reported, the
+# performance page with benchmark results.
 PAGES: tuple[Page, ...] = (
     Page("main.md", lambda b: True, main_page),
     Page("per-genre.md", lambda b: True, genre_page),
@@ -517,7 +518,7 @@ def write_leaderboards(
     splits_dir: Path | None = None,
     allow_empty: bool = False,
     reported: bool = False,
-    record: Path | None = None,
+    registries: Registries | None = None,
 ) -> list[Path]:
     """Load the board, build every page (and plot) in memory, then write them all; on any error nothing
     is written. Returns the paths written. See load_board for the arguments."""
@@ -528,7 +529,7 @@ def write_leaderboards(
         allow_empty=allow_empty,
         plots=plots,
         reported=reported,
-        record=record,
+        registries=registries,
     )
     return write_pages(leaderboard_files(board), out_dir)
 

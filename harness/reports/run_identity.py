@@ -7,8 +7,10 @@ Everything comes from the run's recorded config and model card, except facts no 
   quantization of the GGUF files the runs loaded (the GGUF headers of the files whose fingerprints the
   runs recorded; a GGUF backbone is dequantized on load to the run's compute dtype and LoRA trains on
   top, QLoRA-style), and the paper recipe it follows (harness.reports.reported.PAPER_RECIPES);
-- training data made before the corpora's decontamination: the sha256 prefixes listed in
-  `<record>/training/decontamination.json`, read by `load_before_decontamination`.
+- training data made before the corpora's decontamination: the sha256 prefixes listed in the
+  decontamination list the leaderboard's record names (harness.reports.record), read by
+  `load_before_decontamination`; the public sources of each training set, from its training-sets
+  list, read by `load_training_sources`.
 
 `differs_from_paper(result)` is the generated "differs from the paper" cell; the HTML site uses
 the same function. Each function takes the catalog the pages read (default: the registered systems').
@@ -73,13 +75,10 @@ def trained_here(res: dict) -> bool:
     return bool(extra.get("trained") or model_card(res) or res.get("config", {}).get("first_stage"))
 
 
-def load_before_decontamination(record: Path | None) -> dict[str, str]:
-    """sha256 prefix of a training set -> why it predates decontamination, from
-    `<record>/training/decontamination.json` (empty without a record or that file)."""
-    if record is None:
-        return {}
-    path = Path(record) / "training" / "decontamination.json"
-    if not path.is_file():
+def load_before_decontamination(path: Path | None) -> dict[str, str]:
+    """sha256 prefix of a training set -> why it predates decontamination, from the decontamination
+    list at `path` (`{"before_decontamination": {prefix: why}}`; empty without one)."""
+    if path is None:
         return {}
     from harness.data.jsonl import read_json
     from harness.errors import DataError
@@ -205,13 +204,10 @@ def differs_from_paper(res: dict, sources: dict[str, list[str]] | None = None, c
     return "; ".join(out) or "—"
 
 
-def load_training_sources(record: Path | None) -> dict[str, list[str]]:
-    """sha256 prefix of a training set -> the public sources it was drawn from, from
-    `<record>/training/training-sets.json` (empty without a record or that file)."""
-    if record is None:
-        return {}
-    path = Path(record) / "training" / "training-sets.json"
-    if not path.is_file():
+def load_training_sources(path: Path | None) -> dict[str, list[str]]:
+    """sha256 prefix of a training set -> the public sources it was drawn from, from the training-sets
+    list at `path` (`{"sets": {prefix: {"sources": [...]}}}`; empty without one)."""
+    if path is None:
         return {}
     from harness.data.jsonl import read_json
     from harness.errors import DataError

@@ -1,8 +1,8 @@
 """Runs kept in place but out of the tables: made on data since corrected, or with a defect since
 fixed, and not yet rerun.
 
-`<record>/stale.json` lists them (the record: the folder the command is given with `--record`,
-never one found beside the runs folder):
+The stale-runs registry lists them, a JSON file named by the leaderboard's record (its `stale` key,
+harness.reports.record), never one found beside the runs folder:
 
     {"runs": [{"collection": "pan19-en", "run": "sadiri-mpnet", "manifests": "pan19-en-v1",
                "reason": "made on pan19-en v1 (label noise); rerun pending"}]}
@@ -29,16 +29,9 @@ class StaleRun:
     reason: str
 
 
-def stale_path(record: Path) -> Path:
-    return Path(record) / "stale.json"
-
-
-def load_stale(record: Path | None) -> dict[tuple[str, str], StaleRun]:
-    """(collection, run name) -> its entry; empty without a record or a registry in it."""
-    if record is None:
-        return {}
-    path = stale_path(record)
-    if not path.is_file():
+def load_stale(path: Path | None) -> dict[tuple[str, str], StaleRun]:
+    """(collection, run name) -> its entry, from the registry file at `path`; empty without one."""
+    if path is None:
         return {}
     from harness.data.jsonl import read_json
 

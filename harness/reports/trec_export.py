@@ -22,7 +22,7 @@ from harness.foundation.output_set import write_output_set
 from harness.reports.board import load_runs
 
 
-def trec_files(runs_dir: Path, splits_dir: Path | None = None, record: Path | None = None) -> dict[str, str]:
+def trec_files(runs_dir: Path, splits_dir: Path | None = None, stale_registry: Path | None = None) -> dict[str, str]:
     """Relative path under the export folder -> TREC text, for every verified run and seed."""
     from harness.evaluation.manifests import find_manifest, read_manifest
     from harness.foundation.locations import manifest_dirs
@@ -30,7 +30,7 @@ def trec_files(runs_dir: Path, splits_dir: Path | None = None, record: Path | No
     from harness.runs.trec import format_qrels, format_run
 
     runs_dir = Path(runs_dir)
-    runs = load_runs(runs_dir, splits_dir, record=record)  # verified; a missing runs folder is an error
+    runs = load_runs(runs_dir, splits_dir, stale_registry=stale_registry)  # verified; a missing runs folder: error
     if not runs:
         raise DataError(f"{runs_dir}: no results to export (is it the runs folder? --runs-dir)")
     places = manifest_dirs(runs_dir, splits_dir)
@@ -58,7 +58,8 @@ def tie_ordered(rankings: dict[str, list[tuple[str, float]]]) -> dict[str, list[
 
 
 def export_trec(
-    runs_dir: Path, out_dir: Path, splits_dir: Path | None = None, record: Path | None = None
+    runs_dir: Path, out_dir: Path, splits_dir: Path | None = None, stale_registry: Path | None = None
 ) -> list[Path]:
-    """Write the TREC runs and qrels under out_dir/trec/ as one set; returns the paths written."""
-    return write_output_set(out_dir, trec_files(runs_dir, splits_dir, record))
+    """Write the TREC runs and qrels under out_dir/trec/ as one set; returns the paths written. stale_registry:
+    the stale-runs registry whose runs are left out (None: none is)."""
+    return write_output_set(out_dir, trec_files(runs_dir, splits_dir, stale_registry))

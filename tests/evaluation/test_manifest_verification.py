@@ -312,7 +312,7 @@ def test_every_committed_manifest_rebuilds(corpora, tmp_path, monkeypatch):
     reg = load_registry()
     # a collection's earlier manifests, kept under another name for the runs made on them, are checked
     # against the collection that reads that data in tests/evaluation/test_splits.py
-    kept = {e.manifests for e in load_stale(COMMITTED.parent).values()}
+    kept = {e.manifests for e in load_stale(COMMITTED.parent / "stale.json").values()}
     kept |= {
         p.name
         for p in committed_splits().iterdir()

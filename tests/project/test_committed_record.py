@@ -10,7 +10,7 @@ import pytest
 
 from harness.reports.fixes import load_fixes
 from harness.reports.leaderboard import write_leaderboards
-from tests.conftest import ROOT
+from tests.conftest import ROOT, committed_registries
 
 PAGES = ROOT / "leaderboards" / "pages"
 
@@ -23,7 +23,7 @@ def test_committed_tables_equal_regenerated(tmp_path):
         plots=False,
         reported=True,
         bench_dir=ROOT / "benchmarks" / "results",
-        record=ROOT / "leaderboards",
+        registries=committed_registries(),
     )
     for name in ("main.md", "per-genre.md", "reported.md", "training.md", "rerank.md", "performance.md"):
         committed = (PAGES / name).read_text(encoding="utf-8")
@@ -41,7 +41,7 @@ def test_committed_tables_equal_regenerated(tmp_path):
 
 @pytest.mark.slow
 def test_plots_are_written_for_each_collection(tmp_path):
-    written = write_leaderboards(ROOT / "leaderboards" / "runs", tmp_path, record=ROOT / "leaderboards")
+    written = write_leaderboards(ROOT / "leaderboards" / "runs", tmp_path, registries=committed_registries())
     pngs = [p for p in written if p.suffix == ".png"]
     assert pngs and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     assert all((PAGES / p.name).is_file() for p in pngs), "a committed plot is missing"

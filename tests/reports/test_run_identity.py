@@ -10,7 +10,7 @@ from harness.reports.run_identity import (
     identity_table,
     run_identity,
 )
-from tests.conftest import ROOT
+from tests.conftest import ROOT, committed_registries
 
 # A backbone named by less than its full hub id: an id's tail without its organisation, or a family name alone.
 BARE = [
@@ -131,7 +131,7 @@ def test_training_data_made_before_decontamination_is_said_on_the_row():
 def test_generated_pages_name_every_backbone_by_its_full_id(tmp_path):
     from harness.reports.leaderboard import write_leaderboards
 
-    write_leaderboards(ROOT / "leaderboards" / "runs", tmp_path, plots=False, record=ROOT / "leaderboards")
+    write_leaderboards(ROOT / "leaderboards" / "runs", tmp_path, plots=False, registries=committed_registries())
     pages = [
         tmp_path / "main.md",
         tmp_path / "rerank.md",
@@ -163,14 +163,13 @@ def test_the_training_sets_record_is_read_bounded_and_a_bad_one_is_one_line(tmp_
     from harness.errors import DataError
     from harness.reports.run_identity import load_training_sources
 
-    assert load_training_sources(None) == {} and load_training_sources(tmp_path) == {}
-    (tmp_path / "training").mkdir()
-    path = tmp_path / "training" / "training-sets.json"
+    assert load_training_sources(None) == {}
+    path = tmp_path / "training-sets.json"
     path.write_text('{"sets": {"ab12": {"sources": ["blogs"]}}}', encoding="utf-8")
-    assert load_training_sources(tmp_path) == {"ab12": ["blogs"]}
+    assert load_training_sources(path) == {"ab12": ["blogs"]}
     for bad in ('{"sets": []}', "[" * 100_000, b"\xff"):
         path.write_bytes(bad if isinstance(bad, bytes) else bad.encode())
         with pytest.raises(DataError) as e:
-            load_training_sources(tmp_path)
+            load_training_sources(path)
         assert len(str(e.value).splitlines()) == 1 and str(path) in str(e.value)
-    assert load_training_sources(ROOT / "leaderboards")["1f236d79d3e9"][0].startswith("blogs")
+    assert load_training_sources(committed_registries().training_sets)["1f236d79d3e9"][0].startswith("blogs")

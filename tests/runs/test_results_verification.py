@@ -416,6 +416,7 @@ def test_every_committed_result_verifies_as_it_is():
 
     before = {p: p.stat().st_mtime_ns for p in COMMITTED.rglob("*") if p.is_file()}
     # current runs on the record's manifests; stale ones (stale.json) on the manifests they were made on
-    found = [load_runs(COMMITTED, record=COMMITTED.parent), load_runs(COMMITTED, stale=True, record=COMMITTED.parent)]
+    stale = COMMITTED.parent / "stale.json"
+    found = [load_runs(COMMITTED, stale_registry=stale), load_runs(COMMITTED, stale=True, stale_registry=stale)]
     assert sum(len(v) for runs in found for v in runs.values()) == len(list(COMMITTED.glob("*/*/seed-*.json")))
     assert before == {p: p.stat().st_mtime_ns for p in COMMITTED.rglob("*") if p.is_file()}
