@@ -475,28 +475,47 @@ def cmd_curate(args) -> int:
     return 0
 
 
+def _record_alone(args, replaced: dict[str, object]):
+    """The record --record names, read and checked (None without one); given beside a flag it replaces,
+    one error line: the record is the one place that says what the pages are made from."""
+    if args.record is None:
+        return None
+    given = [flag for flag, value in replaced.items() if value is not None]
+    if given:
+        raise HarnessError(
+            f"--record with {', '.join(given)}: the record file names the inputs and where the pages go; "
+            f"give --record alone, or {' and '.join(replaced)} without it"
+        )
+    from harness.reports.record import read_record
+
+    return read_record(args.record)
+
+
 def cmd_leaderboard(args) -> int:
     from harness.reports.leaderboard import (
         leaderboard_files,
         load_board,
+        record_board,
         summary,
         write_pages,
     )
 
-    # --html alone writes the site alone; the Markdown pages go where --out says, or to the home without --html
-    pages = args.html is None or args.out is not None
-    runs_dir, out = locations.runs_dir(args.runs_dir), locations.leaderboard_dir(args.out)
+    options = {"allow_empty": args.allow_empty, "plots": not args.no_plots, "reported": args.reported}
+    replaced = {"--runs-dir": args.runs_dir, "--out": args.out, "--splits-dir": args.splits_dir}
+    record = _record_alone(args, replaced | {"--bench-results": args.bench_results})
+    # --html alone writes the site alone; the Markdown pages go where the record or --out says, or to the home
+    pages = args.html is None or args.out is not None or record is not None
+    out = locations.leaderboard_dir(record.pages if record is not None else args.out)
     if pages and args.html is not None and Path(args.html).resolve() == out.resolve():
-        raise HarnessError(f"--out and --html both name {out}: the pages and the site each need a folder of their own")
-    board = load_board(
-        runs_dir,
-        splits_dir=args.splits_dir,
-        allow_empty=args.allow_empty,
-        plots=not args.no_plots,
-        reported=args.reported,
-        bench_dir=args.bench_results,
-        registries=_registries_in(args.record),
-    )
+        raise HarnessError(
+            f"the pages and --html both name {out}: the pages and the site each need a folder of their own"
+        )
+    if record is not None:
+        board = record_board(record, **options)
+    else:
+        board = load_board(
+            locations.runs_dir(args.runs_dir), splits_dir=args.splits_dir, bench_dir=args.bench_results, **options
+        )
     files = leaderboard_files(board)
     site = None
     if args.html is not None:
@@ -521,39 +540,17 @@ def cmd_leaderboard(args) -> int:
     return 0
 
 
-def _registries_in(folder: Path | None):
-    """The registries a --record folder holds, each where the folder keeps it (stale.json, fixes.json,
-    training/ with decontamination.json and training-sets.json); none without a folder."""
-    from harness.reports.record import Registries
-
-    if folder is None:
-        return Registries()
-    if not folder.is_dir():
-        raise HarnessError(
-            f"{folder}: record folder not found (--record names the folder of stale.json, fixes.json and training/)"
-        )
-
-    def found(path: Path) -> Path | None:
-        return path if path.exists() else None
-
-    return Registries(
-        stale=found(folder / "stale.json"),
-        fixes=found(folder / "fixes.json"),
-        training=found(folder / "training"),
-        decontamination=found(folder / "training" / "decontamination.json"),
-        training_sets=found(folder / "training" / "training-sets.json"),
-    )
-
-
 def cmd_export(args) -> int:
     from harness.reports.export import export_tables
 
-    written = export_tables(
-        locations.runs_dir(args.runs_dir),
-        locations.export_dir(args.out),
-        args.format,
-        stale_registry=_registries_in(args.record).stale,
-    )
+    record = _record_alone(args, {"--runs-dir": args.runs_dir})
+    out = locations.export_dir(args.out)
+    if record is not None:  # the runs, their manifests and the stale-runs registry the record names
+        written = export_tables(
+            record.runs, out, args.format, splits_dir=record.splits, stale_registry=record.registries.stale
+        )
+    else:
+        written = export_tables(locations.runs_dir(args.runs_dir), out, args.format)
     for p in written:
         print(f"wrote {p}")
     return 0
@@ -693,14 +690,14 @@ def _add_data_dir(sp) -> None:
     )
 
 
-def _add_record(sp) -> None:
+def _add_record(sp, takes: str, replaces: str) -> None:
     sp.add_argument(
         "--record",
         type=Path,
         default=None,
-        metavar="DIR",
-        help="the registries that change what is shown, read from DIR alone: stale.json (runs kept out "
-        "of the tables), fixes.json (result-changing fixes), training/ (training logs); default: none",
+        metavar="FILE",
+        help=f"the leaderboard's record: a TOML file (or a folder holding record.toml) naming {takes}, "
+        f"each taken from there alone; not with {replaces} (default: no record, and no registry is read)",
     )
 
 
@@ -1126,7 +1123,12 @@ def _add_leaderboard_parser(sub) -> None:
         metavar="DIR",
         help="also write performance.md from the benchmark result files in DIR",
     )
-    _add_record(sp)
+    _add_record(
+        sp,
+        "the runs, their manifests, the registries (stale runs, fixes, training logs), the benchmark "
+        "results and the pages folder",
+        "--runs-dir, --out, --splits-dir or --bench-results",
+    )
     sp.add_argument(
         "--allow-empty", action="store_true", help="write the pages even when the runs folder has no results"
     )
@@ -1162,7 +1164,7 @@ def _add_export_parser(sub) -> None:
         default="csv",
         help="file format (default csv); trec: a TREC run per run and seed, a qrels per collection and seed",
     )
-    _add_record(sp)
+    _add_record(sp, "the runs, their manifests and the stale-runs registry", "--runs-dir")
     sp.set_defaults(fn=cmd_export)
 
 

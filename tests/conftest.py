@@ -35,18 +35,19 @@ def local_model(ref: str) -> Path:
         pytest.skip(str(e))
 
 
-def committed_registries():
-    """The committed leaderboard's registries: stale runs, fixes, training logs, the training-set lists."""
-    from harness.reports.record import Registries
+def committed_record():
+    """The committed leaderboard's record (leaderboards/record.toml): its runs, registries and pages folder."""
+    from harness.reports.record import read_record
 
-    board = ROOT / "leaderboards"
-    return Registries(
-        stale=board / "stale.json",
-        fixes=board / "fixes.json",
-        training=board / "training",
-        decontamination=board / "training" / "decontamination.json",
-        training_sets=board / "training" / "training-sets.json",
-    )
+    return read_record(ROOT / "leaderboards" / "record.toml")
+
+
+def write_record(folder: Path, **paths) -> Path:
+    """A record file in `folder` naming each key's path (absolute, so the file may lie anywhere)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = "".join(f"{key} = {json.dumps(str(Path(value).absolute()))}\n" for key, value in paths.items())
+    (folder / "record.toml").write_text(lines, encoding="utf-8")
+    return folder / "record.toml"
 
 
 def write_jsonl(path: Path, records, *, gz: bool = False) -> Path:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness.errors import DataError
 from harness.foundation.locations import manifest_dirs
-from harness.reports.record import Registries
+from harness.reports.record import Record, Registries
 from harness.reports.system_catalog import Catalog
 
 # The pages name no folder, so the same runs give the same pages from any install or folder.
@@ -196,4 +196,18 @@ def load_board(
         training_sources=sources,
         synthetic=frozenset(name for name, spec in registry.collections.items() if spec.synthetic),
         catalog=catalog_of(registry.systems),
+    )
+
+
+def record_board(record: Record, *, allow_empty: bool = False, plots: bool = True, reported: bool = False) -> Board:
+    """The board a record declares (harness.reports.record): its runs, manifests, benchmark results and
+    registries; the pages go to `record.pages`."""
+    return load_board(
+        record.runs,
+        splits_dir=record.splits,
+        bench_dir=record.bench_results,
+        allow_empty=allow_empty,
+        plots=plots,
+        reported=reported,
+        registries=record.registries,
     )

@@ -1,6 +1,7 @@
 """Result-changing fixes, and which recorded runs were made with code older than one.
 
-The registry is data: `leaderboards/fixes.json`, a list of
+The registry is data, a JSON file the leaderboard's record names (harness.reports.record; the
+committed one: `leaderboards/fixes.json`), a list of
   {"commit": ..., "date": ISO time of the commit, "systems": [names], "trained_only": bool,
    "mark": "†", "what": "what changed, and what it means for older results"}.
 A run (or training log) of an affected system is marked when its recorded commit does not

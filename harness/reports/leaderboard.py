@@ -22,6 +22,7 @@ from harness.reports.board import (
     Board,
     load_board,
     load_runs,
+    record_board,
     run_order,
     shown_name,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "leaderboard_files",
     "load_board",
     "load_runs",
+    "record_board",
     "render_pages",
     "run_order",
     "summary",
@@ -349,11 +351,11 @@ def training_page(board: Board) -> str:
     )
     figure = "\n\n![training loss](training-loss.png)" if logs else ""
     return (
-        f"{board.head}# Training runs\n\nFrom `leaderboards/training/<run>.train_log.json` (written by "
-        "`aa-harness train`). Train seconds sum the epochs' wall time (the hard-negative clustering included); "
-        "docs/s counts both documents of every author pair. Trained on: the examples, and the training set by "
-        "the sha256 prefix its model card records, marked when that set was curated before the corpora's "
-        f"decontamination.\n\n{body}{figure}\n"
+        f"{board.head}# Training runs\n\nFrom the training logs the leaderboard's record names, "
+        "`<run>.train_log.json` (written by `aa-harness train`). Train seconds sum the epochs' wall time "
+        "(the hard-negative clustering included); docs/s counts both documents of every author pair. "
+        "Trained on: the examples, and the training set by the sha256 prefix its model card records, marked "
+        f"when that set was curated before the corpora's decontamination.\n\n{body}{figure}\n"
     )
 
 

@@ -1,5 +1,5 @@
-"""The training table and loss plot, generated from leaderboards/training/<name>.train_log.json
-(written by `aa-harness train`) and, when kept beside it, <name>.train_config.json."""
+"""The training table and loss plot, generated from the training folder the leaderboard's record names:
+<name>.train_log.json (written by `aa-harness train`) and, when kept beside it, <name>.train_config.json."""
 
 from __future__ import annotations
 

@@ -54,10 +54,8 @@ def test_collections_finds_the_public_corpora(corpora, capsys):
 @pytest.mark.parametrize("fmt", ["csv", "json"])
 def test_export_writes_tables_and_per_query_ranks(tmp_path, fmt):
     runs = ROOT / "leaderboards" / "runs"
-    assert (
-        main(["export", "--runs-dir", str(runs), "--record", str(runs.parent), "--out", str(tmp_path), "--format", fmt])
-        == 0
-    )
+    record = ROOT / "leaderboards" / "record.toml"
+    assert main(["export", "--record", str(record), "--out", str(tmp_path), "--format", fmt]) == 0
     files = {p.name for p in tmp_path.iterdir()}
     assert files == {f"leaderboard.{fmt}", f"per-seed.{fmt}", f"per-query.{fmt}"}
     if fmt == "csv":

@@ -16,7 +16,7 @@ from harness.cli import main
 from harness.data.collection import load_collection
 from harness.errors import DataError, UnknownNameError
 from harness.plugins import load_registry
-from tests.conftest import doc, write_jsonl
+from tests.conftest import doc, write_jsonl, write_record
 from tests.hostile import (
     COMMITTED,
     committed_splits,
@@ -295,21 +295,10 @@ FIXES = {
 def test_a_malformed_fixes_registry_is_one_line(demo_runs, tmp_path, capsys, case):
     data = FIXES[case]
     (tmp_path / "fixes.json").write_bytes(data if isinstance(data, bytes) else data.encode())
-    line = one_line_error(
-        *run_cli(
-            capsys,
-            "leaderboard",
-            "--runs-dir",
-            demo_runs,
-            "--out",
-            tmp_path / "lb",
-            "--splits-dir",
-            SPLITS,
-            "--no-plots",
-            "--record",
-            tmp_path,
-        )[::2]
+    record = write_record(
+        tmp_path / "record", runs=demo_runs, pages=tmp_path / "lb", splits=SPLITS, fixes=tmp_path / "fixes.json"
     )
+    line = one_line_error(*run_cli(capsys, "leaderboard", "--record", record, "--no-plots")[::2])
     assert "fixes.json" in line
     assert not (tmp_path / "lb").exists()
 
@@ -336,21 +325,8 @@ def test_a_malformed_training_log_is_one_line(demo_runs, tmp_path, capsys, case)
         (training / "m.train_config.json").write_text("[]")
     else:
         (training / "m.train_log.json").write_text(LOGS[case])
-    line = one_line_error(
-        *run_cli(
-            capsys,
-            "leaderboard",
-            "--runs-dir",
-            demo_runs,
-            "--out",
-            tmp_path / "lb",
-            "--splits-dir",
-            SPLITS,
-            "--no-plots",
-            "--record",
-            tmp_path,
-        )[::2]
-    )
+    record = write_record(tmp_path / "record", runs=demo_runs, pages=tmp_path / "lb", splits=SPLITS, training=training)
+    line = one_line_error(*run_cli(capsys, "leaderboard", "--record", record, "--no-plots")[::2])
     assert "m.train_" in line
     assert not (tmp_path / "lb").exists()
 
@@ -528,12 +504,12 @@ def test_compare_resamples_out_of_range_is_one_line_before_any_work(tmp_path, ca
     assert len(err.splitlines()) == 1 and f"--resamples {resamples}: give 1 to 1,000,000" in err
 
 
-REGISTRIES = {
-    "stale": "stale.json",
-    "fixes": "fixes.json",
-    "decontamination": "training/decontamination.json",
-    "training sets": "training/training-sets.json",
-    "training log": "training/x.train_log.json",
+REGISTRIES = {  # registry -> (the record's key, the file broken, the path the key names)
+    "stale": ("stale", "stale.json", "stale.json"),
+    "fixes": ("fixes", "fixes.json", "fixes.json"),
+    "decontamination": ("decontamination", "training/decontamination.json", "training/decontamination.json"),
+    "training sets": ("training_sets", "training/training-sets.json", "training/training-sets.json"),
+    "training log": ("training", "training/x.train_log.json", "training"),
 }
 BROKEN = {"not UTF-8": b"\xff\xfe{}", "100,000 deep": b"[" * 100_000, "truncated": b'{"runs": ['}
 
@@ -543,11 +519,12 @@ BROKEN = {"not UTF-8": b"\xff\xfe{}", "100,000 deep": b"[" * 100_000, "truncated
 @pytest.mark.parametrize("broken", sorted(BROKEN))
 def test_a_broken_record_file_is_one_line_and_writes_no_page(demo_runs, tmp_path, capsys, registry, broken):
     record, out = tmp_path / "record", tmp_path / "pages"
-    path = record / REGISTRIES[registry]
+    key, broken_file, named = REGISTRIES[registry]
+    path = record / broken_file
     path.parent.mkdir(parents=True)
     path.write_bytes(BROKEN[broken])
-    args = ["leaderboard", "--runs-dir", demo_runs, "--record", record, "--out", out, "--no-plots"]
-    line = one_line_error(*run_cli(capsys, *args)[::2])
+    write_record(record, runs=demo_runs, pages=out, **{key: record / named})
+    line = one_line_error(*run_cli(capsys, "leaderboard", "--record", record, "--no-plots")[::2])
     assert str(path) in line and not out.exists()
 
 

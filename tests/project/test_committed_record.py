@@ -9,42 +9,43 @@ from __future__ import annotations
 import pytest
 
 from harness.reports.fixes import load_fixes
-from harness.reports.leaderboard import write_leaderboards
-from tests.conftest import ROOT, committed_registries
+from harness.reports.leaderboard import leaderboard_files, record_board, write_pages
+from tests.conftest import ROOT, committed_record
 
 PAGES = ROOT / "leaderboards" / "pages"
 
 
+def test_the_committed_record_is_valid_and_names_all_the_leaderboard_reads():
+    """Every entry of leaderboards/ is the record file, a path it names, or the runs kept apart (stale/)."""
+    record = committed_record()
+    assert record.pages == PAGES and record.runs == ROOT / "leaderboards" / "runs"
+    registries = record.registries
+    named = [record.runs, record.pages, record.splits, record.bench_results, *vars(registries).values()]
+    assert None not in named, "the committed record leaves an input out"
+    kept_apart = {"record.toml", "stale"}  # stale/: runs moved out of the runs folder, read by no page
+    unnamed = [p.name for p in (ROOT / "leaderboards").iterdir() if p not in named and p.name not in kept_apart]
+    assert not unnamed, f"leaderboards/ holds {unnamed}, which leaderboards/record.toml does not name"
+
+
 @pytest.mark.slow
-def test_committed_tables_equal_regenerated(tmp_path):
-    write_leaderboards(
-        ROOT / "leaderboards" / "runs",
-        tmp_path,
-        plots=False,
-        reported=True,
-        bench_dir=ROOT / "benchmarks" / "results",
-        registries=committed_registries(),
-    )
-    for name in ("main.md", "per-genre.md", "reported.md", "training.md", "rerank.md", "performance.md"):
-        committed = (PAGES / name).read_text(encoding="utf-8")
-        assert committed == (tmp_path / name).read_text(encoding="utf-8"), (
-            f"leaderboards/pages/{name} differs from what `aa-harness leaderboard` generates; rerun it and commit"
-        )
-    pages = sorted(p.name for p in (tmp_path / "collections").glob("*.md"))
-    assert pages == sorted(p.name for p in (PAGES / "collections").glob("*.md"))
-    for name in pages:
-        committed = (PAGES / "collections" / name).read_text(encoding="utf-8")
-        assert committed == (tmp_path / "collections" / name).read_text(encoding="utf-8"), (
-            f"collections/{name} is stale"
+def test_committed_pages_equal_regenerated(tmp_path):
+    """The pages `aa-harness leaderboard --record leaderboards/record.toml --reported` writes (plots aside)."""
+    write_pages(leaderboard_files(record_board(committed_record(), plots=False, reported=True)), tmp_path)
+    generated = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.md"))
+    assert generated == sorted(p.relative_to(PAGES).as_posix() for p in PAGES.rglob("*.md"))
+    for name in generated:
+        assert (PAGES / name).read_text(encoding="utf-8") == (tmp_path / name).read_text(encoding="utf-8"), (
+            f"leaderboards/pages/{name} differs from what `aa-harness leaderboard --record "
+            "leaderboards/record.toml --reported` generates; rerun it and commit"
         )
 
 
 @pytest.mark.slow
 def test_plots_are_written_for_each_collection(tmp_path):
-    written = write_leaderboards(ROOT / "leaderboards" / "runs", tmp_path, registries=committed_registries())
+    written = write_pages(leaderboard_files(record_board(committed_record())), tmp_path)
     pngs = [p for p in written if p.suffix == ".png"]
     assert pngs and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
-    assert all((PAGES / p.name).is_file() for p in pngs), "a committed plot is missing"
+    assert sorted(p.name for p in pngs) == sorted(p.name for p in PAGES.glob("*.png")), "a committed plot differs"
 
 
 def test_main_table_has_every_run():
@@ -56,7 +57,7 @@ def test_main_table_has_every_run():
 
 
 def test_the_committed_registry_names_the_seed_fix():
-    fixes = load_fixes(ROOT / "leaderboards" / "fixes.json")
+    fixes = load_fixes(committed_record().registries.fixes)
     assert [f.commit[:7] for f in fixes] == ["da837aa"] and fixes[0].systems == ("sadiri-v2-retriever",)
     main = (PAGES / "main.md").read_text(encoding="utf-8")
     assert "| sadiri-v2-smollm2 †" in main and "| smollm2-untrained †" not in main

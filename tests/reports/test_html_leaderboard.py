@@ -12,7 +12,7 @@ import tempfile
 import pytest
 
 from harness.cli import main
-from tests.conftest import ROOT, doc, write_jsonl
+from tests.conftest import ROOT, doc, write_jsonl, write_record
 
 pytestmark = pytest.mark.slow  # runs two systems and a browser
 
@@ -317,23 +317,8 @@ def test_stale_runs_are_listed_apart_with_their_reason(tmp_path, site):
         encoding="utf-8",
     )
     out = tmp_path / "site"
-    assert (
-        main(
-            [
-                "leaderboard",
-                "--runs-dir",
-                str(runs),
-                "--out",
-                str(tmp_path / "pages"),
-                "--no-plots",
-                "--html",
-                str(out),
-                "--record",
-                str(tmp_path),
-            ]
-        )
-        == 0
-    )
+    record = write_record(tmp_path / "record", runs=runs, pages=tmp_path / "pages", stale=tmp_path / "stale.json")
+    assert main(["leaderboard", "--record", str(record), "--no-plots", "--html", str(out)]) == 0
     text = (out / "index.html").read_text(encoding="utf-8")
     tables, stale = text.split("<h2>Stale runs</h2>")
     assert ">char-ngram</a>" not in tables and ">bm25</a>" in tables

@@ -10,7 +10,7 @@ from harness.reports.run_identity import (
     identity_table,
     run_identity,
 )
-from tests.conftest import ROOT, committed_registries
+from tests.conftest import committed_record
 
 # A backbone named by less than its full hub id: an id's tail without its organisation, or a family name alone.
 BARE = [
@@ -129,9 +129,9 @@ def test_training_data_made_before_decontamination_is_said_on_the_row():
 
 @pytest.mark.slow
 def test_generated_pages_name_every_backbone_by_its_full_id(tmp_path):
-    from harness.reports.leaderboard import write_leaderboards
+    from harness.reports.leaderboard import leaderboard_files, record_board, write_pages
 
-    write_leaderboards(ROOT / "leaderboards" / "runs", tmp_path, plots=False, registries=committed_registries())
+    write_pages(leaderboard_files(record_board(committed_record(), plots=False)), tmp_path)
     pages = [
         tmp_path / "main.md",
         tmp_path / "rerank.md",
@@ -172,4 +172,4 @@ def test_the_training_sets_record_is_read_bounded_and_a_bad_one_is_one_line(tmp_
         with pytest.raises(DataError) as e:
             load_training_sources(path)
         assert len(str(e.value).splitlines()) == 1 and str(path) in str(e.value)
-    assert load_training_sources(committed_registries().training_sets)["1f236d79d3e9"][0].startswith("blogs")
+    assert load_training_sources(committed_record().registries.training_sets)["1f236d79d3e9"][0].startswith("blogs")
