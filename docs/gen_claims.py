@@ -15,8 +15,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNS = ROOT / "leaderboards" / "runs"
-STALE = ROOT / "leaderboards" / "stale.json"  # the stale-runs registry: read from here alone
+RECORD = ROOT / "leaderboards" / "record.toml"  # what the committed leaderboard is made from
 OUT = ROOT / "docs" / "claims.md"
 
 R15 = "sadiri-v2-qwen2.5-1.5b-cosine-b16-lr1e-4"
@@ -250,8 +249,13 @@ PRE_STATED = frozenset(
 ALPHA = 0.05
 
 
-def record_dir() -> Path:
-    return ROOT / "splits"
+def committed_record():
+    """The committed leaderboard's record (harness.reports.record): its runs, manifests and registries."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from harness.reports.record import read_record
+
+    return read_record(RECORD)
 
 
 def _verdict(r, holm_p: float | None) -> str:
@@ -273,10 +277,11 @@ def compared() -> list[tuple[tuple, object, str]]:
     from harness.reports.significance import compare_results
     from harness.reports.stale import load_stale
 
-    record = record_dir()
-    runs = load_runs(RUNS, record, stale_registry=STALE)
-    stale_runs = load_runs(RUNS, record, stale=True, stale_registry=STALE)
-    entries = load_stale(STALE)
+    board = committed_record()
+    record, registry = board.splits, board.registries.stale  # record: the manifests folder
+    runs = load_runs(board.runs, record, stale_registry=registry)
+    stale_runs = load_runs(board.runs, record, stale=True, stale_registry=registry)
+    entries = load_stale(registry)
     out = []
     for claim in CLAIMS:
         _, collection, a, b, _ = claim

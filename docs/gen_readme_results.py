@@ -16,9 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-RUNS = ROOT / "leaderboards" / "runs"
-STALE = ROOT / "leaderboards" / "stale.json"  # the registries, each read from here alone
-DECONTAMINATION = ROOT / "leaderboards" / "training" / "decontamination.json"
+RECORD = ROOT / "leaderboards" / "record.toml"  # what the committed leaderboard is made from
 COLLECTIONS = ("reddit-xsub", "blogs-xtopic", "pan19-en")
 # The front page's rows, baselines first, then one row per system family at its best recipe.
 ROWS = (
@@ -39,9 +37,18 @@ def _import_harness() -> None:
         sys.path.insert(0, str(ROOT))
 
 
+@cache
+def record():
+    """The committed leaderboard's record (harness.reports.record): its runs, manifests and registries."""
+    _import_harness()
+    from harness.reports.record import read_record
+
+    return read_record(RECORD)
+
+
 def record_dir() -> Path:
-    """The built-in collections' committed split manifests."""
-    return ROOT / "splits"
+    """The built-in collections' committed split manifests, as the record names them."""
+    return record().splits
 
 
 @cache
@@ -51,11 +58,12 @@ def verified_run(collection: str, run: str) -> list[dict]:
     from harness.reports.stale import load_stale
     from harness.runs.verified import verified_results
 
-    entry = load_stale(STALE).get((collection, run))
+    runs = record().runs
+    entry = load_stale(record().registries.stale).get((collection, run))
     manifests = {(collection, run): entry.manifests} if entry else None  # a stale run: on the manifests it was made on
     found = (
-        verified_results(RUNS, collection=collection, runs=[run], manifests_of=manifests)
-        if (RUNS / collection / run).is_dir()
+        verified_results(runs, record_dir(), collection=collection, runs=[run], manifests_of=manifests)
+        if (runs / collection / run).is_dir()
         else {}
     )
     return [res for _, res in found.get((collection, run), [])]
@@ -66,7 +74,7 @@ def is_stale(collection: str, run: str) -> bool:
     _import_harness()
     from harness.reports.stale import load_stale
 
-    return (collection, run) in load_stale(STALE)
+    return (collection, run) in load_stale(record().registries.stale)
 
 
 def _identity(res: dict, before: dict[str, str], previous: str | None) -> list[str]:
@@ -93,8 +101,8 @@ def render() -> str:
     from harness.reports.run_identity import load_before_decontamination
     from harness.reports.stale import load_stale
 
-    before = load_before_decontamination(DECONTAMINATION)
-    stale = load_stale(STALE)
+    before = load_before_decontamination(record().registries.decontamination)
+    stale = load_stale(record().registries.stale)
     lines = [
         START,
         "| system | backbone | weights | " + " | ".join(COLLECTIONS) + " |",

@@ -1,8 +1,8 @@
 """mkdocs hooks: publish the generated leaderboard pages inside the site and fill generated blocks.
 
-The leaderboard pages (`leaderboards/pages/`: `*.md`, their plots, `collections/*.md`) are
-written by `aa-harness leaderboard`; the site serves them as they are under `leaderboards/pages/`, so
-the manual links to the figures instead of copying them. A page may hold a marker line
+The leaderboard pages (`*.md`, their plots, `collections/*.md`) are written by `aa-harness
+leaderboard` into the pages folder `leaderboards/record.toml` names (`leaderboards/pages/`); the site
+serves them as they are under that path, so the manual links to the figures instead of copying them. A page may hold a marker line
 `<!-- generated: NAME -->`, replaced at build time by the block `GENERATED[NAME]()` returns.
 """
 
@@ -15,19 +15,25 @@ from pathlib import Path
 from mkdocs.structure.files import File
 
 ROOT = Path(__file__).resolve().parent.parent
-BOARD = ROOT / "leaderboards" / "pages"
 MARKER = re.compile(r"^<!-- generated: ([a-z0-9-]+) -->$", re.M)
 
 
+def _board() -> Path:
+    """The committed leaderboard's pages folder, as its record names it."""
+    _import_harness()
+    return _sibling("gen_readme_results").record().pages
+
+
 def _board_files() -> list[Path]:
-    pages = sorted(BOARD.glob("*.md")) + sorted(BOARD.glob("collections/*.md"))
-    images = sorted(BOARD.glob("*.png")) + sorted(BOARD.glob("collections/*.png"))
+    board = _board()
+    pages = sorted(board.glob("*.md")) + sorted(board.glob("collections/*.md"))
+    images = sorted(board.glob("*.png")) + sorted(board.glob("collections/*.png"))
     return pages + images
 
 
 def on_config(config):
     """List the generated per-collection pages in the nav, under the generated pages."""
-    pages = [{p.stem: p.relative_to(ROOT).as_posix()} for p in sorted(BOARD.glob("collections/*.md"))]
+    pages = [{p.stem: p.relative_to(ROOT).as_posix()} for p in sorted(_board().glob("collections/*.md"))]
     for section in config.nav or []:
         if isinstance(section, dict) and "Generated pages" in section and pages:
             section["Generated pages"].append({"Per collection": pages})
