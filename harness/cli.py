@@ -484,7 +484,7 @@ def _record_alone(args, replaced: dict[str, object]):
     if given:
         raise HarnessError(
             f"--record with {', '.join(given)}: the record file names the inputs and where the pages go; "
-            f"give --record alone, or {' and '.join(replaced)} without it"
+            "give --record alone, or the flags without it"
         )
     from harness.reports.record import read_record
 
@@ -501,8 +501,15 @@ def cmd_leaderboard(args) -> int:
     )
 
     options = {"allow_empty": args.allow_empty, "plots": not args.no_plots, "reported": args.reported}
-    replaced = {"--runs-dir": args.runs_dir, "--out": args.out, "--splits-dir": args.splits_dir}
-    record = _record_alone(args, replaced | {"--bench-results": args.bench_results})
+    record = _record_alone(
+        args,
+        {
+            "--runs-dir": args.runs_dir,
+            "--out": args.out,
+            "--splits-dir": args.splits_dir,
+            "--bench-results": args.bench_results,
+        },
+    )
     # --html alone writes the site alone; the Markdown pages go where the record or --out says, or to the home
     pages = args.html is None or args.out is not None or record is not None
     out = locations.leaderboard_dir(record.pages if record is not None else args.out)
