@@ -14,13 +14,14 @@ from it, so the file is the one answer to "what is this leaderboard made of". Th
     training_sets = "training/training-sets.json"        # the public sources of each training set
     bench_results = "../benchmarks/results"              # benchmark results: the performance page
 
-Paths are relative to the file. A key left out means none: no stale runs, no fix marks, no
-training page, no performance page; without `splits`, the manifests are looked up as a run looks
-them up (the harness's own, then `<runs>-splits/`). Every path named must exist and be a file or a
-folder as above, except `pages`, which is created. The pages folder must stand apart from the data:
-not one of the inputs, inside one, or holding one, so rewriting the pages never touches what they
-are made from. A bad record (unknown key, missing required key, a path that is not there) is one
-DataError naming the file and the key, raised before anything is read or written.
+Paths are relative to the file (an absolute path is taken as it is). A key left out means none:
+no stale runs, no fix marks, no training page, no performance page; without `splits`, the
+manifests are looked up as a run looks them up (the harness's own, then `<runs>-splits/`). Every
+path named must exist and be a file or a folder as above, except `pages`, which is created. The
+pages folder must stand apart from the data: not one of the inputs, inside one, or holding one, so
+rewriting the pages never touches what they are made from. A bad record (unknown key, missing
+required key, a path that is not there) is one DataError naming the file and the key, raised
+before anything is read or written.
 """
 
 from __future__ import annotations
