@@ -441,7 +441,9 @@ def test_the_committed_record_is_done_for_what_it_holds(capsys):
     ):
         assert rows[step][0] == "done", (step, rows[step])
     assert rows["train.sadiri-mpnet"][0] == rows["train.luar-mpnet"][0] == "not needed"
-    assert "pan19-en seed 0 (made on another split)" in rows["run.qwen2.5-1.5b-untrained"][1]
+    assert rows["run.qwen2.5-1.5b-untrained"][0] == "to run"
+    pan19 = states("--collections", "pan19-en")
+    assert "pan19-en seed 0 (made on another split)" in pan19["run.qwen2.5-1.5b-untrained"][1]
     headline = states("--collections", "reddit-xsub", "blogs-xtopic")
     assert "pan19-en" not in headline["run.qwen2.5-1.5b-untrained"][1]
 
