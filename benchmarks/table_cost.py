@@ -23,19 +23,14 @@ from harness.foundation.atomic import atomic_write_text
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def _devices(plan, step) -> list[str]:
+def _devices(plan, step, projection) -> list[str]:
     """The cards the step's committed results or training log name."""
     from harness.runs.results import result_path
 
-    found = set()
     if step.kind == "train":
-        mid = plan.model_id(step)
-        for folder in plan.exp.timings:
-            for path in sorted(Path(folder).rglob("*.train_log.json")) if Path(folder).is_dir() else []:
-                log = json.loads(path.read_text(encoding="utf-8"))
-                if isinstance(log.get("card"), dict) and mid and _model_id(log["card"]) == mid:
-                    found.add(str(log.get("device", "?")))
-        return sorted(found)
+        device = projection.device_of_model.get(plan.model_id(step))
+        return [device] if device else []
+    found = set()
     for c in step.collections:
         for seed in plan.exp.seeds:
             path = result_path(plan.runs_dir, c, plan.run_name(step), seed)
@@ -55,23 +50,10 @@ def _left(plan, step, projection) -> list[str]:
 def _measured(plan, step, projection, left: list[str]) -> float | None:
     """GPU-minutes of what is done: a training's epochs; the wall time on a GPU of a run's or
     rerank's current results."""
-    from harness.runs.results import result_path
-
     if step.kind == "train":
         return None if left else projection.measured(step, plan)
-    seconds, on_gpu = 0.0, False
-    for c in step.collections:
-        for seed in plan.exp.seeds if c not in left else ():
-            prov = json.loads(result_path(plan.runs_dir, c, plan.run_name(step), seed).read_text())["provenance"]
-            if str(prov.get("device", "")).startswith("cuda"):
-                seconds, on_gpu = seconds + float(prov.get("wall_seconds") or 0), True
-    return round(seconds / 60, 1) if on_gpu else None
-
-
-def _model_id(card: dict) -> str:
-    from harness.runs.model_cards import model_id
-
-    return model_id(card)
+    done = tuple(c for c in step.collections if c not in left)
+    return projection.measured(replace(step, collections=done), plan) if done else None
 
 
 def table_cost(experiment: str, runs_dir: Path) -> dict:
@@ -100,7 +82,7 @@ def table_cost(experiment: str, runs_dir: Path) -> dict:
                 "measured": measured,
                 "projected": projected,
                 "left": left,
-                "devices": _devices(plan, step) if measured is not None else [],
+                "devices": _devices(plan, step, projection) if measured is not None else [],
             }
         )
     measured_total = sum(s["measured"] or 0 for s in steps)

@@ -21,6 +21,7 @@ class Projection:
     def __init__(self, exp: Experiment):
         self.trainings: list[tuple[str, Any, float]] = []  # (system, backbone, GPU-seconds)
         self.by_model: dict[str, float] = {}  # model id -> GPU-seconds of its training
+        self.device_of_model: dict[str, str] = {}  # model id -> the device its training log names
         self.results: list[tuple[str, Any, str, float]] = []  # (system, backbone, collection, wall seconds)
         for folder in exp.timings:
             if folder.is_dir():
@@ -37,6 +38,7 @@ class Projection:
                     from harness.runs.model_cards import model_id
 
                     self.by_model[model_id(log["card"])] = seconds * gpus
+                    self.device_of_model[model_id(log["card"])] = str(log.get("device", "?"))
             except (ValueError, KeyError, TypeError, AttributeError):
                 continue  # not a training log of this harness: no precedent
         for path in sorted(folder.rglob("seed-*.json")):
