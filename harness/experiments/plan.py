@@ -281,7 +281,7 @@ class Plan:
         from harness.runs.model_cards import model_id
         from harness.runs.results import read_result, result_path
 
-        want = self.expected_config(step)
+        want = without_earlier_values(self.expected_config(step))  # a key added later, at its old value, as absent
         training_run = {k for k, p in field_purposes(type(self.config(step))).items() if p == "training run"}
         want_model = self.model_id(self.exp.steps[step.model]) if step.model else None
         out: dict[str, list[str]] = {}
@@ -310,9 +310,9 @@ class Plan:
                     if want_model is None or model_id(card) != want_model:
                         missing.append(f"{collection} seed {seed} (made with another model)")
                         continue
-                got, want_here = without_earlier_values(got), without_earlier_values(want)
-                if got != want_here:
-                    diff = sorted(k for k in set(got) | set(want_here) if got.get(k) != want_here.get(k))
+                got = without_earlier_values(got)
+                if got != want:
+                    diff = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
                     missing.append(f"{collection} seed {seed} (config differs: {', '.join(diff)})")
         return out
 
