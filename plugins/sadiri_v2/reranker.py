@@ -27,6 +27,7 @@ from harness.api import (
     weights_fingerprint,
 )
 from plugins.sadiri_v2.config import RerankerConfig, parse_strategy
+from plugins.sadiri_v2.pair_memo import ScoreMemo, TokenMemo
 from plugins.sadiri_v2.retriever import _dtype, check_fp8, lora_config
 
 MODEL_JSON = "aa_model.json"
@@ -43,15 +44,16 @@ class PairScorer(TokenEncoder):
         self.delimiter_ids = tokenizer(config.delimiter, add_special_tokens=False)["input_ids"]
         self.bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
         self.eos = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
+        self.token_ids = TokenMemo(
+            lambda texts, n: tokenizer(texts, add_special_tokens=False, truncation=True, max_length=n)["input_ids"]
+        )
 
     def pair_parts(self, query: str, candidates: Sequence[str]) -> tuple[list[int], list[list[int]]]:
         """(shared prefix BOS q U+2980, one continuation c EOS per candidate). Each side is truncated
         on its own; special tokens (BOS, EOS) come outside that budget."""
-        tok, c = self.tokenizer, self.config
-        q = tok(query, add_special_tokens=False, truncation=True, max_length=c.max_query_tokens)["input_ids"]
-        cs = tok(list(candidates), add_special_tokens=False, truncation=True, max_length=c.max_candidate_tokens)[
-            "input_ids"
-        ]
+        c = self.config
+        (q,) = self.token_ids([query], c.max_query_tokens)
+        cs = self.token_ids(candidates, c.max_candidate_tokens)
         return self.bos + q + self.delimiter_ids, [d + self.eos for d in cs]
 
     def pair_features(self, query: str, candidates: Sequence[str]) -> list[list[int]]:
@@ -147,7 +149,8 @@ class RerankerSystem:
     By default each query is encoded once and its keys and values serve all its candidates
     (prefix reuse, `--set prefix_reuse=false` for concatenated pairs); the LoRA adapter is
     merged into the weights, since nothing trains here. With fp8 the merged base's products are
-    FP8 ones (prefix reuse on the fused decoder only).
+    FP8 ones (prefix reuse on the fused decoder only). A pair met again (a later seed's lists
+    share most of an earlier one's) takes the score it got the first time (pair_memo).
     """
 
     def __init__(self, config: RerankerConfig):
@@ -163,8 +166,28 @@ class RerankerSystem:
         # "padded"/"packed" (the fused decoder; prefixes always run packed) or "aa_causal" reuse the
         # query's keys and values; None scores concatenated pairs
         self.fast_path = enable_fast_path(self.model, fp8=config.fp8) if config.prefix_reuse else None
+        self.memo = ScoreMemo()
+        self._last_call = (0, 0)  # (scored, reused) of the latest rerank()
 
     def rerank(self, queries: Sequence[Document], candidate_lists: Sequence[Sequence[Document]]) -> list[np.ndarray]:
+        before = (self.memo.scored, self.memo.reused)
+        out = []
+        todo_q, todo_c, pending = [], [], []
+        for q, cands in zip(queries, candidate_lists):
+            texts = [c.fullText for c in cands]
+            known, todo = self.memo.split(q.fullText, texts)
+            out.append(known)
+            if todo:
+                todo_q.append(q)
+                todo_c.append([cands[i] for i in todo])
+                pending.append((len(out) - 1, texts, todo))
+        fresh = self._rerank_unknown(todo_q, todo_c) if todo_q else []
+        for (k, texts, todo), scores, q in zip(pending, fresh, todo_q):
+            out[k] = self.memo.fill(q.fullText, texts, out[k], todo, scores)
+        self._last_call = (self.memo.scored - before[0], self.memo.reused - before[1])
+        return out
+
+    def _rerank_unknown(self, queries, candidate_lists) -> list[np.ndarray]:
         if self.fast_path:
             return self._rerank_prefix_reuse(queries, candidate_lists)
         return self._rerank_pairs(queries, candidate_lists)
@@ -245,5 +268,7 @@ class RerankerSystem:
             "model_identity": self.model.identity(),
             "strategy": "+".join(parse_strategy(self.config.strategy)),
             "fast_path": self.fast_path,
+            "pairs_scored": self._last_call[0],
+            "pairs_reused": self._last_call[1],
             **({"fp8": "e4m3 frozen base"} if self.config.fp8 else {}),
         }
