@@ -7,9 +7,9 @@ errors of random sign far below that over the whole output; so the output's rela
 error is held to 2^-8, and no element may differ by more than its own rounding plus 2^-7 of
 sum |x̂| |ŵ| (the accumulation's worst case at Hopper's ~14-bit FP8 accumulator over a promotion
 interval of 128 products). The input gradient rounds dy * sw to bf16 and its output to bf16 (2^-9
-each), with cuBLAS free to reduce in bf16: 2^-7 Frobenius. Two correct paths over a deep random
-model (compiled or not) are held as the bf16 GPU tests hold them: top-10 neighbours >= 0.9 and a
-median per-vector relative error under 5e-2."""
+each), with cuBLAS free to reduce in bf16: 2^-7 Frobenius. Two correct FP8 paths over a deep
+random model (compiled or not) are held to agree with each other at least as well as FP8 agrees
+with bf16."""
 
 import pytest
 
@@ -80,7 +80,13 @@ def test_cuda_input_gradient_goes_through_the_fp8_weight():
 
 def test_compiled_fp8_encoding_agrees_with_uncompiled_at_qwen3_06b_shape():
     """The FusedDecoder compiles its layers on CUDA, `_scaled_mm` and the input quantizer inside:
-    compiled and eager FP8 encodings are two correct paths."""
+    compiled and eager FP8 encodings are two correct paths. They quantize the same weights; they
+    differ where bf16 rounding of an activation (2^-8 relative) moves it across an e4m3 rounding
+    boundary (2^-3 apart): about one element in 2^5, by one e4m3 step, which is smaller than what
+    e4m3 itself does to every element against bf16 (up to half a step each). So the two FP8 paths
+    are held to agree with each other at least as well as FP8 agrees with bf16 on the same rows
+    (median per-vector relative error and top-10 neighbours), whatever a deep random model
+    amplifies both to."""
     from aa_harness_bench.archs import build_model
     from aa_harness_bench.encode import agreement
     from aa_harness_bench.workload import random_rows
@@ -91,16 +97,20 @@ def test_compiled_fp8_encoding_agrees_with_uncompiled_at_qwen3_06b_shape():
 
     model = build_model("qwen3-0.6b", CUDA, torch.bfloat16, seed=0).requires_grad_(False)
     rows = random_rows(256, 150, 512, model.config.vocab_size, 0)
-    quantize_frozen_base(model)
-    vecs = {}
-    for compile in (True, False):
+
+    def encode(compile: bool):
         enc = TokenEncoder(model, None, max_length=1 << 20, pad_id=0).eval()
         decoder = FusedDecoder(model, compile=compile)
         enc.fast_embed = lambda f, d, max_tokens, decoder=decoder: embed_fused(decoder, f, d, max_tokens=max_tokens)
-        vecs[compile] = embed_features(enc, rows, CUDA, amp=False)
-    a = agreement(vecs[True], vecs[False])
-    print("FP8 compiled vs eager:", a)
-    assert a["rel_error_median"] < 5e-2 and a["top10_overlap"] >= 0.9
+        return embed_features(enc, rows, CUDA, amp=False)
+
+    bf16 = encode(False)
+    quantize_frozen_base(model)
+    compiled, eager = encode(True), encode(False)
+    paths, vs_bf16 = agreement(compiled, eager), agreement(eager, bf16)
+    print("FP8 compiled vs eager:", paths, "; FP8 eager vs bf16:", vs_bf16)
+    assert paths["rel_error_median"] <= vs_bf16["rel_error_median"]
+    assert paths["top10_overlap"] >= vs_bf16["top10_overlap"]
 
 
 def test_fp8_encoding_beside_bf16_is_measured_at_qwen3_06b_shape():
