@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -39,21 +38,20 @@ def _devices(plan, step, projection) -> list[str]:
     return sorted(found)
 
 
-def _left(plan, step, projection) -> list[str]:
-    """A training: ["model"] until its log is committed. A run or rerank: its collections without a
-    current result for every seed (as `reproduce` judges them)."""
+def _left(plan, step, projection) -> dict[str, list[int]]:
+    """A training: {"model": []} until its log is committed. A run or rerank: its seeds without a
+    current result, per collection (as `reproduce` judges them)."""
     if step.kind == "train":
-        return [] if plan.model_id(step) in projection.by_model else ["model"]
-    return [c for c, seeds in plan.missing_results(step).items() if seeds]
+        return {} if plan.model_id(step) in projection.by_model else {"model": []}
+    return {c: [seed for seed, _ in m] for c, m in plan.missing_seeds(step).items() if m}
 
 
-def _measured(plan, step, projection, left: list[str]) -> float | None:
+def _measured(plan, step, projection, left: dict[str, list[int]]) -> float | None:
     """GPU-minutes of what is done: a training's epochs; the wall time on a GPU of a run's or
     rerank's current results."""
     if step.kind == "train":
         return None if left else projection.measured(step, plan)
-    done = tuple(c for c in step.collections if c not in left)
-    return projection.measured(replace(step, collections=done), plan) if done else None
+    return projection.measured(step, plan, skip=left)
 
 
 def table_cost(experiment: str, runs_dir: Path) -> dict:
@@ -73,15 +71,16 @@ def table_cost(experiment: str, runs_dir: Path) -> dict:
             continue
         left = _left(plan, step, projection)
         measured = _measured(plan, step, projection, left)
-        rest = step if step.kind == "train" else replace(step, collections=tuple(left))
-        projected = projection.minutes(rest, plan) if left else None
+        seeds_left = None if step.kind == "train" else {c: len(seeds) for c, seeds in left.items()}
+        projected = projection.minutes(step, plan, seeds_left) if left else None
         steps.append(
             {
                 "step": address,
                 "kind": step.kind,
                 "measured": measured,
                 "projected": projected,
-                "left": left,
+                "left": list(left),
+                "seeds_left": sum(len(seeds) for seeds in left.values()),
                 "devices": _devices(plan, step, projection) if measured is not None else [],
             }
         )

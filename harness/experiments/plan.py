@@ -275,6 +275,13 @@ class Plan:
     def missing_results(self, step: Step) -> dict[str, list[str]]:
         """Per collection of a run or rerank step, the seeds without a current result (and why);
         a collection whose seeds are all current maps to an empty list."""
+        return {
+            c: [f"{c} seed {seed}" + (f" ({why})" if why else "") for seed, why in missing]
+            for c, missing in self.missing_seeds(step).items()
+        }
+
+    def missing_seeds(self, step: Step) -> dict[str, list[tuple[int, str]]]:
+        """`missing_results` as (seed, why) pairs; why is "" where there is no result at all."""
         from harness.config import field_purposes
         from harness.errors import HarnessError
         from harness.runs.later_keys import without_earlier_values
@@ -284,7 +291,7 @@ class Plan:
         want = without_earlier_values(self.expected_config(step))  # a key added later, at its old value, as absent
         training_run = {k for k, p in field_purposes(type(self.config(step))).items() if p == "training run"}
         want_model = self.model_id(self.exp.steps[step.model]) if step.model else None
-        out: dict[str, list[str]] = {}
+        out: dict[str, list[tuple[int, str]]] = {}
         for collection in step.collections:
             missing = out.setdefault(collection, [])
             for seed in self.exp.seeds:
@@ -294,10 +301,10 @@ class Plan:
                 except HarnessError:
                     res = None
                 if res is None or res.get("system") != step.system:
-                    missing.append(f"{collection} seed {seed}")
+                    missing.append((seed, ""))
                     continue
                 if res.get("split_sha256") != self.split_sha256(collection, seed):
-                    missing.append(f"{collection} seed {seed} (made on another split)")
+                    missing.append((seed, "made on another split"))
                     continue
                 got = {
                     k: v
@@ -308,12 +315,12 @@ class Plan:
                     got.pop("model", None)
                     card = (res.get("extra") or {}).get("model_card") or {}
                     if want_model is None or model_id(card) != want_model:
-                        missing.append(f"{collection} seed {seed} (made with another model)")
+                        missing.append((seed, "made with another model"))
                         continue
                 got = without_earlier_values(got)
                 if got != want:
                     diff = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
-                    missing.append(f"{collection} seed {seed} (config differs: {', '.join(diff)})")
+                    missing.append((seed, f"config differs: {', '.join(diff)}"))
         return out
 
     def split_sha256(self, collection: str, seed: int) -> str | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection, Mapping
 
 from harness.experiments.spec import Experiment, Step
 
@@ -50,7 +50,9 @@ class Projection:
             except (ValueError, KeyError, TypeError):
                 continue
 
-    def minutes(self, step: Step, plan) -> float | None:
+    def minutes(self, step: Step, plan, seeds_left: Mapping[str, int] | None = None) -> float | None:
+        """Projected GPU-minutes: a training's mean epochs; a run's or rerank's mean wall seconds per
+        seed on each collection, times the seeds left there (default: every seed of every collection)."""
         if step.kind not in ("train", "run", "rerank"):
             return None
         from harness.config import config_dict
@@ -67,11 +69,21 @@ class Projection:
         if not known:
             return None
         fallback = sum(known.values()) / len(known)  # a collection without a precedent: the mean of the others
-        total = sum(known.get(c, fallback) for c in step.collections) * len(plan.exp.seeds)
+        if seeds_left is None:
+            seeds_left = {c: len(plan.exp.seeds) for c in step.collections}
+        total = sum(known.get(c, fallback) * n for c, n in seeds_left.items())
         return round(total / 60, 1)
 
-    def measured(self, step: Step, plan) -> float | None:
-        """GPU-minutes a done step took: its training (epochs only), or its results' wall time on a GPU."""
+    def minutes_left(self, step: Step, plan) -> float | None:
+        """`minutes` for the seeds of a run or rerank that have no current result yet."""
+        if step.kind not in ("run", "rerank"):
+            return self.minutes(step, plan)
+        left = {c: len(m) for c, m in plan.missing_seeds(step).items() if m}
+        return self.minutes(step, plan, left)
+
+    def measured(self, step: Step, plan, skip: Mapping[str, Collection[int]] | None = None) -> float | None:
+        """GPU-minutes a done step took: its training (epochs only), or its results' wall time on a GPU
+        (less the seeds `skip` names per collection: those without a current result)."""
         if step.kind == "train":
             mid = plan.model_id(step)
             seconds = self.by_model.get(mid) if mid else None
@@ -83,6 +95,8 @@ class Projection:
         total, on_gpu = 0.0, False
         for c in step.collections:
             for seed in plan.exp.seeds:
+                if skip and seed in skip.get(c, ()):
+                    continue
                 path = result_path(plan.runs_dir, c, plan.run_name(step), seed)
                 try:
                     prov = json.loads(path.read_text(encoding="utf-8"))["provenance"]

@@ -181,7 +181,7 @@ def reproduce(registry, path: str | Path, opts: Options, out=print) -> int:
         )
     elif opts.gpus > 1 and len(todo) > 1:
         projection = Projection(exp)
-        minutes = {a: projection.minutes(exp.steps[a], plan) or 0.0 for a in todo}
+        minutes = {a: projection.minutes_left(exp.steps[a], plan) or 0.0 for a in todo}
         executors.run_side_by_side(
             exp,
             executors.critical_first(todo, deps, minutes),
@@ -214,7 +214,7 @@ def _print_plan(plan: Plan, targets: Sequence[str], todo: Sequence[str], status:
         state = "done" if st.done else ("to run" if a in todo else "not needed")
         why = st.why if st.done or a in todo else f"{st.why}; what it is for is current"
         if a in todo:
-            minutes = projection.minutes(exp.steps[a], plan)
+            minutes = projection.minutes_left(exp.steps[a], plan)
             cell = "—" if minutes is None else f"{minutes} projected"
         else:
             minutes = projection.measured(exp.steps[a], plan)
@@ -223,7 +223,7 @@ def _print_plan(plan: Plan, targets: Sequence[str], todo: Sequence[str], status:
                 measured.append(minutes)
         rows.append([a, state, why, cell])
     out(tabulate(rows, headers=["step", "state", "why", "GPU-minutes"], tablefmt="github", disable_numparse=True))
-    total = [projection.minutes(exp.steps[a], plan) for a in todo]
+    total = [projection.minutes_left(exp.steps[a], plan) for a in todo]
     known = [m for m in total if isinstance(m, float)]
     line = f"{exp.name}: {len(todo)} of {len(rows)} steps to run"
     if known:

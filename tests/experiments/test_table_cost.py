@@ -25,8 +25,52 @@ def test_table_cost_splits_done_from_left_as_reproduce_does(tmp_path):
         if s["kind"] != "train":
             missing = plan.missing_results(exp.steps[address])
             assert s["left"] == [c for c in exp.steps[address].collections if missing[c]]
-            assert (s["measured"] is not None) <= (len(s["left"]) < len(exp.steps[address].collections))
+            assert s["seeds_left"] == sum(len(m) for m in missing.values())
+            every = len(exp.steps[address].collections) * len(exp.seeds)
+            assert (s["measured"] is not None) <= (s["seeds_left"] < every)  # only current seeds are measured
     assert steps["run.bm25"]["measured"] is None  # a CPU run costs no GPU-minutes
     total = sum(s["measured"] or 0 for s in steps.values())
     assert record["results"]["measured_gpu_minutes"] == round(total, 1)
     assert "`" + record["experiment"] + "`" in table_cost_table([record])
+
+
+def test_a_step_half_done_is_measured_and_projected_seed_by_seed(tmp_path):
+    """Of a run's collections only reddit-xsub has results, then only two of its four seeds: the
+    measured figure is those seeds' wall time, and what is left is priced per missing seed."""
+    import json
+    import shutil
+    from dataclasses import replace
+
+    from benchmarks.table_cost import table_cost
+    from harness.experiments.plan import Plan
+    from harness.experiments.projection import Projection
+    from harness.experiments.reproduce import load
+    from harness.plugins import load_registry
+
+    path = ROOT / "experiments" / "table1-public.toml"
+    name = "sadiri-v2-qwen2.5-1.5b-cosine-b16-lr1e-4"
+    run = tmp_path / "runs" / "reddit-xsub" / name
+    run.mkdir(parents=True)
+    for result in (ROOT / "leaderboards" / "runs" / "reddit-xsub" / name).glob("seed-*.json"):
+        shutil.copy(result, run)
+    walls = {
+        s: json.loads((run / f"seed-{s}.json").read_text())["provenance"]["wall_seconds"] for s in (0, 1001, 2001, 3001)
+    }
+
+    def cost():
+        steps = {s["step"]: s for s in table_cost(str(path), tmp_path / "runs")["results"]["steps"]}
+        return steps[f"run.{name}"]
+
+    whole = cost()
+    for seed in (2001, 3001):
+        (run / f"seed-{seed}.json").unlink()
+    half = cost()
+    assert whole["seeds_left"] == 16 and half["seeds_left"] == 18  # four other collections, none run here
+    assert abs(whole["measured"] - sum(walls.values()) / 60) <= 0.05
+    assert abs(half["measured"] - (walls[0] + walls[1001]) / 60) <= 0.05
+    registry = load_registry()
+    exp = load(path, registry)
+    plan, projection = Plan(exp, registry, (tmp_path / "runs").resolve()), Projection(exp)
+    step = exp.steps[f"run.{name}"]
+    on_reddit = projection.minutes(replace(step, collections=("reddit-xsub",)), plan)  # its four seeds
+    assert abs((half["projected"] - whole["projected"]) - on_reddit / 2) <= 0.1  # two more seeds of four
