@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Collection
 
 from harness.errors import DataError
 from harness.foundation.locations import manifest_dirs
@@ -21,7 +22,12 @@ Runs = dict[tuple[str, str], list[dict]]  # (collection, run name) -> results so
 
 
 def load_runs(
-    runs_dir: Path, splits_dir: Path | None = None, *, stale: bool = False, stale_registry: Path | None = None
+    runs_dir: Path,
+    splits_dir: Path | None = None,
+    *,
+    stale: bool = False,
+    stale_registry: Path | None = None,
+    only: Collection[tuple[str, str]] | None = None,
 ) -> Runs:
     """(collection, run name) -> results sorted by seed, each verified against its rankings and manifest.
 
@@ -29,7 +35,8 @@ def load_runs(
     config, and none may appear twice (check_run_consistent). splits_dir: where the manifests are
     (default: the harness's record, then `<runs-dir>-splits/`, as `aa-harness run` places them);
     a result whose manifest is missing is an error. stale_registry: the stale-runs registry that
-    says which runs are stale (None: none is); stale: the stale runs alone instead of the others.
+    says which runs are stale (None: none is); stale: the stale runs alone instead of the others;
+    only: just these (collection, run name) pairs (an experiment's own runs), the rest unread.
     """
     from harness.reports.stale import load_stale
     from harness.runs.verified import verified_results
@@ -38,7 +45,7 @@ def load_runs(
     found = verified_results(
         Path(runs_dir),
         splits_dir,
-        keep=lambda c, r: ((c, r) in entries) == stale,
+        keep=lambda c, r: ((c, r) in entries) == stale and (only is None or (c, r) in only),
         manifests_of={k: e.manifests for k, e in entries.items()},
     )
     return {k: [res for _, res in v] for k, v in found.items()}
@@ -138,6 +145,7 @@ def load_board(
     plots: bool = True,
     reported: bool = False,
     registries: Registries | None = None,
+    only: Collection[tuple[str, str]] | None = None,
 ) -> Board:
     """Read and verify the runs folder once (load_runs) and gather what the pages read beside it.
 
@@ -148,7 +156,7 @@ def load_board(
     (harness.reports.record.Registries: stale runs, fixes, training logs, the decontamination and
     training-sets lists), each read from the path named and never from a folder found beside the
     runs (None: no registry). The pages depend on these inputs alone, not on where the harness is
-    installed or run from.
+    installed or run from. only: the (collection, run name) pairs to show (None: every run).
     """
     from harness.plugins import load_registry
     from harness.reports.fixes import load_fixes, run_marks
@@ -173,9 +181,11 @@ def load_board(
     logs = load_logs(registries.training) if registries.training is not None else {}
     before = load_before_decontamination(registries.decontamination)
     sources = load_training_sources(registries.training_sets)
-    runs = load_runs(runs_dir, splits_dir, stale_registry=registries.stale) if runs_dir.is_dir() else {}
+    runs = load_runs(runs_dir, splits_dir, stale_registry=registries.stale, only=only) if runs_dir.is_dir() else {}
     stale_runs = (
-        load_runs(runs_dir, splits_dir, stale=True, stale_registry=registries.stale) if runs_dir.is_dir() else {}
+        load_runs(runs_dir, splits_dir, stale=True, stale_registry=registries.stale, only=only)
+        if runs_dir.is_dir()
+        else {}
     )
     marks = {name: m for (_, name), res in runs.items() if (m := run_marks(fixes, res))}
     registry = load_registry()  # once: the synthetic collections and the systems' metadata
