@@ -403,49 +403,32 @@ collections = ["demo"]
     assert "sha256 differs" in _one_line_error(capsys, ["stage", "unpack", str(out), "--dest", str(there)])
 
 
-def test_the_committed_record_is_done_for_what_it_holds(capsys):
-    """Table 1's dry run on the committed runs: the lexical and mpnet rows are current everywhere (the
-    mpnet models' cards give the ids the experiment's train steps will have, so no training is needed);
-    a run made on a split since rebuilt is still to run, and says so."""
+def _dry_run_states(capsys, experiment: str, runs: Path, *extra: str) -> dict[str, tuple[str, str, str]]:
+    """step -> (state, why, GPU-minutes) from `reproduce FILE --dry-run` over the runs folder."""
+    assert main(["reproduce", str(EXPERIMENTS / experiment), "--dry-run", "--runs-dir", str(runs), *extra]) == 0
+    rows = [line.split("|") for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    return {r[1].strip(): (r[2].strip(), r[3].strip(), r[4].strip()) for r in rows if r[1].strip() != "step"}
 
-    def states(*extra):
-        assert (
-            main(
-                [
-                    "reproduce",
-                    str(EXPERIMENTS / "table1-public.toml"),
-                    "--dry-run",
-                    "--runs-dir",
-                    str(ROOT / "leaderboards" / "runs"),
-                    *extra,
-                ]
-            )
-            == 0
-        )
-        return {
-            line.split("|")[1].strip(): (line.split("|")[2].strip(), line.split("|")[3].strip())
-            for line in capsys.readouterr().out.splitlines()
-            if line.startswith("| ") and not line.startswith("| step")
-        }
 
-    rows = states()
-    for step in (
-        "run.bm25",
-        "run.char-ngram",
-        "run.sbert",
-        "run.mpnet-untrained",
-        "run.sadiri-mpnet",
-        "run.luar-mpnet",
-        "run.sadiri-v2-qwen2.5-0.5b-cosine-b16-lr1e-4",  # made before fp8 was a setting: current at its default
-        "run.sadiri-v2-qwen2.5-1.5b-cosine-b16-lr1e-4",
-    ):
-        assert rows[step][0] == "done", (step, rows[step])
-    assert rows["train.sadiri-mpnet"][0] == rows["train.luar-mpnet"][0] == "not needed"
-    assert rows["run.qwen2.5-1.5b-untrained"][0] == "to run"
-    pan19 = states("--collections", "pan19-en")
-    assert "pan19-en seed 0 (made on another split)" in pan19["run.qwen2.5-1.5b-untrained"][1]
-    headline = states("--collections", "reddit-xsub", "blogs-xtopic")
-    assert "pan19-en" not in headline["run.qwen2.5-1.5b-untrained"][1]
+def test_table_1_is_done_on_the_committed_record(capsys):
+    """Table 1's dry run on the committed runs lists nothing to run: every run current, no curation
+    or training needed (the cards give the ids its train steps would make; the store here is
+    empty), its pages made from these results."""
+    rows = _dry_run_states(capsys, "table1-public.toml", ROOT / "leaderboards" / "runs")
+    for step, (state, why, _) in rows.items():
+        if step.startswith(("curate.", "train.")):
+            assert state == "not needed", (step, why)
+        else:
+            assert state == "done", (step, why)
+
+
+def test_a_run_made_on_a_split_since_rebuilt_is_still_to_run_and_says_so(tmp_path, capsys):
+    """The untrained 1.5B's pan19-en seeds made on pan19-en v1 (kept apart in stale/): to run again."""
+    runs = tmp_path / "runs"
+    shutil.copytree(ROOT / "leaderboards" / "stale" / "gguf-not-loaded" / "pan19-en", runs / "pan19-en")
+    args = ("--collections", "pan19-en", "--only", "run.qwen2.5-1.5b-untrained")
+    state, why, _ = _dry_run_states(capsys, "table1-public.toml", runs, *args)["run.qwen2.5-1.5b-untrained"]
+    assert state == "to run" and "pan19-en seed 0 (made on another split)" in why
 
 
 def test_collections_limit_run_steps_and_travel_with_each_step(tmp_path, capsys):
@@ -586,32 +569,19 @@ collections = ["demo"]
     assert (got / "weights.bin").read_bytes() == (folder / "model" / "weights.bin").read_bytes()
 
 
-def test_the_dry_run_prices_what_is_done_as_measured_and_what_is_left_as_projected(capsys):
-    """On the committed record: the mpnet runs made on a GPU for the headline collections show the
-    minutes their results recorded, the trainings their logs' epochs; what is left, a projection."""
-    assert (
-        main(
-            [
-                "reproduce",
-                str(EXPERIMENTS / "table1-public.toml"),
-                "--dry-run",
-                "--runs-dir",
-                str(ROOT / "leaderboards" / "runs"),
-                "--collections",
-                "reddit-xsub",
-                "blogs-xtopic",
-                "pan19-en",
-            ]
-        )
-        == 0
-    )
-    out = capsys.readouterr().out
-    rows = [line.split("|") for line in out.splitlines() if line.startswith("| ") and not line.startswith("| step")]
-    cells = {r[1].strip(): r[4].strip() for r in rows}
-    state = {r[1].strip(): r[2].strip() for r in rows}
-    assert cells["run.sadiri-mpnet"].endswith(" measured") and cells["train.sadiri-mpnet"].endswith(" measured")
-    assert cells["run.bm25"] == "—"  # bm25 ran on a CPU
-    left = [a for a in state if state[a] == "to run" and a != "leaderboard"]
-    assert left and all(cells[a].endswith(" projected") or cells[a] == "—" for a in left)
-    assert any(cells[a].endswith(" projected") for a in left)
-    assert "made on a GPU took" in out.splitlines()[-1]
+def test_the_dry_run_prices_what_is_done_as_measured_and_what_is_left_as_projected(tmp_path, capsys):
+    """The mpnet runs on the headline collections, two of three of them done on a GPU: the done steps
+    show the minutes their results recorded, the trainings their logs' epochs; pan19-en, left, a
+    projection from the committed precedents."""
+    runs = tmp_path / "runs"
+    for c in ("reddit-xsub", "blogs-xtopic"):
+        for run in ("bm25", "sadiri-mpnet"):
+            shutil.copytree(ROOT / "leaderboards" / "runs" / c / run, runs / c / run)
+    args = ("--collections", "reddit-xsub", "blogs-xtopic", "pan19-en", "--only", "run.bm25", "run.sadiri-mpnet")
+    rows = _dry_run_states(capsys, "table1-public.toml", runs, *args)
+    assert rows["run.sadiri-mpnet"][0] == "to run" and rows["run.sadiri-mpnet"][2].endswith(" projected")
+    assert "pan19-en seed 0" in rows["run.sadiri-mpnet"][1] and "reddit-xsub" not in rows["run.sadiri-mpnet"][1]
+    assert rows["train.sadiri-mpnet"][2].endswith(" measured")
+    assert rows["run.bm25"][2] == "—"  # bm25 runs on a CPU
+    done = _dry_run_states(capsys, "table1-public.toml", runs, "--collections", "reddit-xsub", "blogs-xtopic")
+    assert done["run.sadiri-mpnet"][0] == "done" and done["run.sadiri-mpnet"][2].endswith(" measured")
