@@ -1,4 +1,4 @@
-"""The plugin API: what a system or collection plugin imports from the harness, in one place.
+"""The plugin API: what a system, collection or page plugin imports from the harness, in one place.
 
     from harness.api import hookimpl, SystemSpec, Document, top_k
 
@@ -22,7 +22,7 @@ from harness.evaluation.ranking import check_finite, top_k
 from harness.foundation.atomic import atomic_open, atomic_write_text
 from harness.foundation.provenance import device_name
 from harness.hookspecs import hookimpl
-from harness.specs import CollectionSpec, SystemSpec
+from harness.specs import CollectionSpec, PageSpec, SystemSpec
 from harness.system_meta import Backbone, SystemMeta
 
 # The shared model machinery for neural systems: name -> the module that defines it, imported on
@@ -104,6 +104,7 @@ __all__ = [
     "DataError",
     "Document",
     "HarnessError",
+    "PageSpec",
     "SystemMeta",
     "SystemSpec",
     "atomic_open",

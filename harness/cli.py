@@ -495,6 +495,7 @@ def cmd_leaderboard(args) -> int:
     from harness.reports.leaderboard import (
         leaderboard_files,
         load_board,
+        plugin_page_names,
         record_board,
         summary,
         write_pages,
@@ -531,7 +532,12 @@ def cmd_leaderboard(args) -> int:
         check_site_folder(args.html)
         site = build_site(board, {k: v for k, v in files.items() if isinstance(v, bytes)})  # built before writing
     if pages:  # the pages and the site as one set: a kill leaves both old or both new
-        written = write_pages(files, out, site=None if site is None else (Path(args.html), site))
+        written = write_pages(
+            files,
+            out,
+            site=None if site is None else (Path(args.html), site),
+            plugin_pages=plugin_page_names(board),
+        )
         print(f"wrote {len(written)} files to {out}: {', '.join(p.name for p in written)}")
     elif site is not None:
         from harness.reports.html_site import write_site

@@ -21,6 +21,12 @@ def register_collections(register):
 
 
 @hookspec
+def register_pages(register):
+    """Call register(PageSpec(...)) once for each leaderboard page this plugin adds beside the
+    harness's own (`aa-harness leaderboard` writes it as `<name>.md` and the main page links it)."""
+
+
+@hookspec
 def register_commands(subparsers):
     """Add command-line verbs: call subparsers.add_parser(NAME, help=...) and give each parser
     set_defaults(fn=handler), where handler(args) returns the exit code. Called while the

@@ -6,7 +6,9 @@ points, or AA_HARNESS_BLOCK_PLUGINS=name1,name2 to block single ones.
 
 A plugin that fails to import or raises while registering is reported (on stderr, and in
 `Registry.failures`) and left out; the other plugins and systems work on. A plugin that
-registers a name another plugin already registered is an error naming both.
+registers a name another plugin already registered is an error naming both. The leaderboard
+pages plugins add (`load_pages`) and their verbs (`add_plugin_commands`) are loaded apart, by
+the commands that use them.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import pluggy
 
 from harness import hookspecs
 from harness.errors import HarnessError, UnknownNameError
-from harness.specs import SUBMITTED, CollectionSpec, SystemSpec
+from harness.specs import SUBMITTED, CollectionSpec, PageSpec, SystemSpec
 
 _log = logging.getLogger(__name__)
 
@@ -224,6 +226,35 @@ def load_registry(pm: pluggy.PluginManager | None = None, *, warn=None) -> Regis
     for label, message in reg.failures:
         warn(f"plugin {label} {message}; left out")
     return reg
+
+
+def load_pages(pm: pluggy.PluginManager | None = None, *, warn=None) -> tuple[PageSpec, ...]:
+    """The leaderboard pages the plugins add (`register_pages`), in the order the plugins were registered
+    (built-ins first), each knowing its plugin for messages. A plugin that raises or registers something
+    other than a PageSpec is reported through `warn` (default: a line on stderr) and none of its pages is
+    kept; a page name registered twice is a HarnessError naming both plugins."""
+    pm = pm or plugin_manager()
+    warn = warn or _log.warning
+    pages: dict[str, PageSpec] = {}
+    for impl in pm.hook.register_pages.get_hookimpls():
+        label = _plugin_label(pm, impl.plugin)
+        staged: list[Any] = []
+        try:
+            impl.function(register=staged.append)
+            for page in staged:
+                if not isinstance(page, PageSpec):
+                    raise TypeError(f"register() expects a PageSpec, got {type(page).__name__}")
+        except (Exception, SystemExit, GeneratorExit) as e:  # a broken third-party plugin must not break the others
+            warn(f"plugin {label} failed while registering pages: {type(e).__name__}: {e}; left out")
+            continue
+        for page in staged:
+            if page.name in pages:
+                raise HarnessError(
+                    f"the page {page.name!r} is registered by both {pages[page.name].plugin} and {label}; "
+                    "block one with AA_HARNESS_BLOCK_PLUGINS"
+                )
+            pages[page.name] = replace(page, plugin=label)
+    return tuple(pages.values())
 
 
 def add_plugin_commands(subparsers, pm: pluggy.PluginManager | None = None, *, warn=None) -> list[str]:

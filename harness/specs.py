@@ -6,9 +6,11 @@ Nothing here imports a system's code; listing systems and collections stays torc
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from harness.errors import HarnessError
 from harness.system_meta import CAPABILITIES, MetaError, SystemMeta, system_meta
 
 # The system name of results made from rankings a user submitted (`aa-harness submit`) rather than
@@ -112,3 +114,39 @@ class CollectionSpec:
             return True, str(load_object(self.locate)(*self.args, data_dir))
         except HarnessError as e:
             return False, str(e)
+
+
+_PAGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")  # a file stem that stays inside the pages folder
+
+
+def _every_board(board: Any) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    """A leaderboard page a plugin adds (the `register_pages` hook).
+
+    name:   the file stem: `aa-harness leaderboard` writes the page as `<name>.md` beside main.md
+            (letters, digits, '-' and '_').
+    title:  how the main page links it: "<title>: [<name>.md](<name>.md)."
+    render: called as render(board) with the loaded leaderboard (harness.reports.board.Board) and
+            returns the page's Markdown. Called only while the pages are built, so it may import
+            what it needs inside.
+    wanted: called as wanted(board): whether the leaderboard's inputs give this page (default: always).
+    """
+
+    name: str
+    title: str
+    render: Callable[[Any], str]
+    wanted: Callable[[Any], bool] = _every_board
+    plugin: str = field(default="", compare=False)  # filled in when loaded: the plugin that registered it
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _PAGE_NAME.fullmatch(self.name):
+            raise HarnessError(f"page name {self.name!r} is not a file stem (letters, digits, '-', '_')")
+        if not isinstance(self.title, str) or not self.title.strip():
+            raise HarnessError(f"page {self.name!r}: title must be a non-empty string")
+        for what in ("render", "wanted"):
+            if not callable(getattr(self, what)):
+                raise HarnessError(f"page {self.name!r}: {what} must be a function of the board")

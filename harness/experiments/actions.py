@@ -174,12 +174,12 @@ def _rerank(plan: Plan, step: Step, progress: bool) -> None:
 
 
 def _leaderboard(plan: Plan, step: Step, progress: bool) -> None:
-    from harness.reports.leaderboard import leaderboard_files, load_board, write_pages
+    from harness.reports.leaderboard import leaderboard_files, load_board, plugin_page_names, write_pages
 
     out = plan.leaderboard_dir()
     own = {(c, plan.run_name(s)) for s in plan.exp.steps.values() if s.kind in ("run", "rerank") for c in s.collections}
     # the experiment's own runs: a runs folder may hold others (other experiments, runs kept stale)
     board = load_board(plan.runs_dir, plots=bool(step.settings.get("plots", True)), only=own)
-    written = write_pages(leaderboard_files(board), out)
+    written = write_pages(leaderboard_files(board), out, plugin_pages=plugin_page_names(board))
     atomic_write_text(out / ".inputs.sha256", plan.leaderboard_inputs() + "\n")
     _log.info(f"leaderboard: {len(written)} files -> {out / 'main.md'}")

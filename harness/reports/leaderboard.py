@@ -1,5 +1,6 @@
 """The leaderboard pages: a registry of pages, each a function of one loaded `Board` returning its
-Markdown, plus the Success@k and training-loss figures (PNG).
+Markdown, plus the Success@k and training-loss figures (PNG). Plugins add pages of their own beside
+these (the `register_pages` hook, `Board.pages`).
 
 Never edit the output by hand; `aa-harness leaderboard` rewrites it, and a test fails when
 the committed tables differ from what the committed runs give.
@@ -10,12 +11,13 @@ from __future__ import annotations
 import logging
 import tempfile
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
+from harness.errors import HarnessError
 from harness.evaluation import metric_table
 from harness.reports.board import (
     HEADER,
@@ -37,10 +39,12 @@ __all__ = [
     "HEADER",
     "PAGES",
     "Board",
+    "board_pages",
     "draw_figures",
     "leaderboard_files",
     "load_board",
     "load_runs",
+    "plugin_page_names",
     "record_board",
     "render_pages",
     "run_order",
@@ -267,15 +271,11 @@ def main_page(board: Board) -> str:
         )
         or "(no runs)"
     )
-    links = [
-        ("Per-genre tables", "per-genre.md"),
-        ("Training runs", "training.md"),
-        ("Reranking (Table 2 layout)", "rerank.md"),
-        ("Figures the paper reports", "reported.md"),
-        ("Throughput", "performance.md"),
-    ]
-    pages = {page.name for page in PAGES if page.wanted(board)}
-    link_text = " ".join(f"{title}: [{page}]({page})." for title, page in links if page in pages)
+    link_text = " ".join(
+        f"{page.title}: [{page.name}]({page.name})."
+        for page in board_pages(board)
+        if page.title and _wanted(page, board)
+    )
     if board.collections:
         link_text += (
             " Per collection, with paired-significance marks: "
@@ -403,19 +403,68 @@ class Page(NamedTuple):
     name: str  # path under the output folder
     wanted: Callable[[Board], bool]  # whether these runs produce the page
     render: Callable[[Board], str]
+    title: str = ""  # how the main page links it ("": not linked)
+    plugin: str = ""  # the plugin that added it ("": the harness's own)
 
 
 # Every runs folder gives the main and per-genre pages, the rerank page when it holds reranker runs, the
 # training page when the registries' training folder holds logs; the reported page with --reported, the
-# performance page with benchmark results.
+# performance page with benchmark results. In this order the main page links them, then the plugins' pages.
 PAGES: tuple[Page, ...] = (
     Page("main.md", lambda b: True, main_page),
-    Page("per-genre.md", lambda b: True, genre_page),
-    Page("reported.md", lambda b: b.reported, reported_page),
-    Page("training.md", lambda b: bool(b.logs), training_page),
-    Page("rerank.md", lambda b: b.has_rerank or bool(b.stale_reranks), rerank_page),
-    Page("performance.md", lambda b: b.bench_dir is not None, performance_page),
+    Page("per-genre.md", lambda b: True, genre_page, "Per-genre tables"),
+    Page("training.md", lambda b: bool(b.logs), training_page, "Training runs"),
+    Page("rerank.md", lambda b: b.has_rerank or bool(b.stale_reranks), rerank_page, "Reranking (Table 2 layout)"),
+    Page("reported.md", lambda b: b.reported, reported_page, "Figures the paper reports"),
+    Page("performance.md", lambda b: b.bench_dir is not None, performance_page, "Throughput"),
 )
+
+
+def board_pages(board: Board) -> tuple[Page, ...]:
+    """The harness's pages, then those the plugins add (Board.pages); a plugin's page named as one of
+    the harness's is an error naming the plugin."""
+    own = {page.name for page in PAGES}
+    added = tuple(Page(f"{s.name}.md", s.wanted, s.render, s.title, s.plugin) for s in board.pages)
+    for page in added:
+        if page.name in own:
+            raise HarnessError(
+                f"plugin {page.plugin} registers the page {page.name!r}, one of the leaderboard's own; "
+                "block it with AA_HARNESS_BLOCK_PLUGINS"
+            )
+    return PAGES + added
+
+
+def plugin_page_names(board: Board) -> list[str]:
+    """The file names of the pages the plugins add, whether or not these inputs give them (write_pages
+    retires an earlier build's page the inputs no longer give)."""
+    return [f"{s.name}.md" for s in board.pages]
+
+
+def _wanted(page: Page, board: Board) -> bool:
+    return bool(_plugin_call(page, "deciding on", page.wanted, board))
+
+
+def _render(page: Page, board: Board) -> str:
+    text = _plugin_call(page, "rendering", page.render, board)
+    if not isinstance(text, str):
+        raise HarnessError(
+            f"plugin {page.plugin} failed while rendering the page {page.name!r}: it returned a "
+            f"{type(text).__name__}, not the page's Markdown"
+        )
+    return text
+
+
+def _plugin_call(page: Page, doing: str, fn: Callable[[Board], object], board: Board) -> object:
+    """fn(board); a plugin's page that raises is one HarnessError naming the plugin and the page, before
+    anything is written (the harness's own pages raise as they are)."""
+    try:
+        return fn(board)
+    except Exception as e:  # a plugin's bug, said in one line; the leaderboard writes nothing
+        if not page.plugin:
+            raise
+        raise HarnessError(
+            f"plugin {page.plugin} failed while {doing} the page {page.name!r}: {type(e).__name__}: {e}"
+        ) from e
 
 
 def collection_pages(board: Board) -> dict[str, str]:
@@ -440,7 +489,7 @@ def collection_pages(board: Board) -> dict[str, str]:
 
 def render_pages(board: Board) -> dict[str, str]:
     """page path -> Markdown, for every page these runs produce."""
-    pages = {page.name: page.render(board) for page in PAGES if page.wanted(board)}
+    pages = {page.name: _render(page, board) for page in board_pages(board) if _wanted(page, board)}
     return pages | collection_pages(board)
 
 
@@ -469,13 +518,18 @@ def leaderboard_files(board: Board) -> dict[str, str | bytes]:
 
 
 def write_pages(
-    contents: dict[str, str | bytes], out_dir: Path, *, site: tuple[Path, dict[str, str]] | None = None
+    contents: dict[str, str | bytes],
+    out_dir: Path,
+    *,
+    site: tuple[Path, dict[str, str]] | None = None,
+    plugin_pages: Iterable[str] = (),
 ) -> list[Path]:
     """Write what was built (pages and figures) under out_dir, retire the pages an earlier build wrote
     that these runs no longer give (the rerank page once its runs are gone, say, so no page shows
     results the runs folder no longer holds), and write the HTML site (folder, pages) when given: all
     one set, so a kill leaves the old pages and site or the new ones, and a retired page goes only with
-    the new set. Returns the paths of the pages written."""
+    the new set. plugin_pages: the file names of the pages the plugins add (plugin_page_names), retired
+    as the harness's own are. Returns the paths of the pages written."""
     from harness.foundation.output_set import staged_sets
 
     out_dir = Path(out_dir)
@@ -490,16 +544,17 @@ def write_pages(
         folders.append(Path(site[0]))
     with staged_sets(folders, replace_folders=replace) as stages:
         written = [stages[0].write(rel, data) for rel, data in contents.items()]
-        for path in retired_pages(contents, out_dir):  # read under the lock, after any recovery
+        for path in retired_pages(contents, out_dir, plugin_pages):  # read under the lock, after any recovery
             stages[0].remove(path.relative_to(out_dir).as_posix())
         for rel, text in site_files.items():
             stages[-1].write(rel, text)
     return written
 
 
-def retired_pages(contents: dict[str, str | bytes], out_dir: Path) -> list[Path]:
+def retired_pages(contents: dict[str, str | bytes], out_dir: Path, plugin_pages: Iterable[str] = ()) -> list[Path]:
     """Pages in out_dir that this command generates (by name and first line) but did not build now."""
-    names = [p.name for p in PAGES] + [f"collections/{p.name}" for p in sorted((out_dir / "collections").glob("*.md"))]
+    collections = [f"collections/{p.name}" for p in sorted((out_dir / "collections").glob("*.md"))]
+    names = [p.name for p in PAGES] + list(plugin_pages) + collections
     out = []
     for name in names:
         path = out_dir / name
@@ -533,7 +588,7 @@ def write_leaderboards(
         reported=reported,
         registries=registries,
     )
-    return write_pages(leaderboard_files(board), out_dir)
+    return write_pages(leaderboard_files(board), out_dir, plugin_pages=plugin_page_names(board))
 
 
 def summary(board: Board) -> str:

@@ -18,7 +18,7 @@ def test_plugin_guide_covers_every_hook_and_spec_field():
     import dataclasses
 
     from harness import hookspecs
-    from harness.specs import CollectionSpec, SystemSpec
+    from harness.specs import CollectionSpec, PageSpec, SystemSpec
 
     guide = (ROOT / "docs" / "plugins.md").read_text()
     import inspect
@@ -26,7 +26,7 @@ def test_plugin_guide_covers_every_hook_and_spec_field():
     for name in (n for n in dir(hookspecs) if n.startswith("register_")):
         params = ", ".join(inspect.signature(getattr(hookspecs, name)).parameters)
         assert f"`{name}({params})`" in guide, f"docs/plugins.md does not explain the hook {name}"
-    for spec in (SystemSpec, CollectionSpec):
+    for spec in (SystemSpec, CollectionSpec, PageSpec):
         for f in dataclasses.fields(spec):
             assert f"`{f.name}`" in guide, f"docs/plugins.md does not explain {spec.__name__}.{f.name}"
     for word in ("capabilities", "`encode`", "`rank`", "`rerank`", "trainer", "Collection", "--set", "provenance"):
