@@ -20,6 +20,7 @@ from harness.data.documents import Document
 from harness.errors import DataError, HarnessError
 from harness.evaluation.ranking import check_finite, top_k
 from harness.foundation.atomic import atomic_open, atomic_write_text
+from harness.foundation.markdown_table import Markdown, markdown_table
 from harness.foundation.provenance import device_name
 from harness.hookspecs import hookimpl
 from harness.specs import CollectionSpec, PageSpec, SystemSpec
@@ -104,6 +105,7 @@ __all__ = [
     "DataError",
     "Document",
     "HarnessError",
+    "Markdown",
     "PageSpec",
     "SystemMeta",
     "SystemSpec",
@@ -114,6 +116,7 @@ __all__ = [
     "device_name",
     "hookimpl",
     "load_collection",
+    "markdown_table",
     "top_k",
     # the shared model machinery (the `neural` extra), imported on first use
     "ContrastiveRecipe",

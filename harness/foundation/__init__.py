@@ -9,7 +9,8 @@ package and `harness.errors`:
 - `progress`: phase bars with time estimates, and the slow-encoding warning;
 - `hardware`: the accelerators' published bf16 rates;
 - `provenance`: where a result came from (versions, commit, device, time);
-- `user_key`: the per-user key whose HMACs authenticate what the harness remembers on disk.
+- `user_key`: the per-user key whose HMACs authenticate what the harness remembers on disk;
+- `markdown_table`: the one renderer of the pages' Markdown tables, every cell from data escaped.
 
 Import the module you need (`from harness.foundation.atomic import atomic_write_text`); this
 package itself imports none of them. Plugins reach what they need through `harness.api`.

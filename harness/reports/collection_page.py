@@ -20,9 +20,9 @@ import numpy as np
 from harness.evaluation import metric_table
 from harness.evaluation.metrics import pooled_metric
 from harness.evaluation.significance import ALPHA, TEST_NAME
+from harness.foundation.markdown_table import Markdown
 from harness.reports.board import shown_name
 from harness.reports.cells import mean_sd_cell
-from harness.reports.markdown_table import Markdown
 from harness.reports.page_tests import HOLM_MARK, marks, page_tests
 from harness.reports.rule_views import rule_views_section
 from harness.reports.significance import (
@@ -79,7 +79,7 @@ def collection_page(
     """compare(collection, run a, run b) -> paired results by metric (default: computed here; the leaderboard
     hands its Board.compare, so the pages and the HTML site share one computation). catalog: the systems'
     metadata (default: the registered systems'), which says which runs are baselines. `names` in run order."""
-    from harness.reports.markdown_table import markdown_table
+    from harness.foundation.markdown_table import markdown_table
     from harness.reports.run_identity import backbone_id
 
     catalog = catalog or registered()

@@ -64,7 +64,7 @@ def _cell(values: list[float], n_all: int) -> str:
 
 def main_table(runs, marks: dict | None = None) -> str:
     """marks: run name -> the fixes (harness.reports.fixes) its code predates, shown after the name."""
-    from harness.reports.markdown_table import markdown_table
+    from harness.foundation.markdown_table import markdown_table
 
     collections = sorted({c for c, _ in runs})
     names = run_order(runs)
@@ -89,7 +89,7 @@ def plugin_version(result: dict) -> str:
 
 
 def provenance_table(runs) -> str:
-    from harness.reports.markdown_table import markdown_table
+    from harness.foundation.markdown_table import markdown_table
 
     rows = []
     order = {n: i for i, n in enumerate(run_order(runs))}
@@ -131,7 +131,7 @@ def provenance_table(runs) -> str:
 
 def genre_tables(runs) -> str:
     """Per query genre, Success@8 pooled over the seeds' queries (weighted by query count)."""
-    from harness.reports.markdown_table import markdown_table
+    from harness.foundation.markdown_table import markdown_table
 
     parts = []
     for c in sorted({c for c, _ in runs}):
@@ -164,7 +164,7 @@ def rerank_tables(runs, describe_run=None, marks: dict | None = None) -> str:
 
     describe_run(system, config) -> the row's label (the system's plugin describes it; "" or
     None: the run name alone). marks: run name -> fixes its code predates."""
-    from harness.reports.markdown_table import markdown_table
+    from harness.foundation.markdown_table import markdown_table
 
     parts = []
     columns = metric_table.headline()

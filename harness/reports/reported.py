@@ -146,7 +146,7 @@ PAPER_RECIPES: dict[str, dict] = {
 
 def render_reported(header: str) -> str:
     """The "reported" page: the paper's Table 1, Table 2, test collections and recipes, as transcribed."""
-    from harness.reports.markdown_table import markdown_table
+    from harness.foundation.markdown_table import markdown_table
 
     def table(columns, rows):
         return markdown_table([list(r) for r in rows], headers=list(columns), floatfmt=".1f", disable_numparse=True)

@@ -96,7 +96,7 @@ def thirds(values: Mapping[tuple[int, str], float]) -> list[tuple[str, list]]:
 
 
 def keeps_and_removes(v: Views) -> str:
-    from harness.reports.markdown_table import markdown_table
+    from harness.foundation.markdown_table import markdown_table
 
     rows = []
     for seed in v.seeds:
@@ -137,7 +137,7 @@ def keeps_and_removes(v: Views) -> str:
 
 
 def both_views_table(runs: dict, names: list[str], v: Views) -> str:
-    from harness.reports.markdown_table import markdown_table
+    from harness.foundation.markdown_table import markdown_table
 
     c, c_all = v.collection, v.collection + ALL_VIEW
     removed = [k for k in v.cosine if k not in v.kept]
@@ -165,7 +165,7 @@ def both_views_table(runs: dict, names: list[str], v: Views) -> str:
 def strata_table(runs: dict, names: list[str], v: Views, *, view: str) -> str:
     """Success@8 by needle-cosine third: of all queries for the -all runs (view "all"), of the kept queries for
     the rule's runs (view "rule")."""
-    from harness.reports.markdown_table import markdown_table
+    from harness.foundation.markdown_table import markdown_table
 
     if view == "all":
         collection, pool = v.collection + ALL_VIEW, {k: v.cosine[k] for k in v.cosine}
@@ -184,7 +184,7 @@ def strata_table(runs: dict, names: list[str], v: Views, *, view: str) -> str:
 def threshold_table(runs: dict, v: Views, systems: Sequence[str]) -> str:
     """Success@8 of the -all runs named `systems` (the baselines' runs) on the queries below each
     threshold: the rule applied afterwards."""
-    from harness.reports.markdown_table import markdown_table
+    from harness.foundation.markdown_table import markdown_table
 
     shown = sorted(set(THRESHOLDS_SHOWN) | {v.threshold})
     rows = []

@@ -272,7 +272,7 @@ def identity_table(
     catalog: Catalog | None = None,
 ) -> str:
     """The "What each run is" table: one row per run name (its first collection's first seed)."""
-    from harness.reports.markdown_table import markdown_table
+    from harness.foundation.markdown_table import markdown_table
 
     catalog = catalog or registered()
     first: dict[str, dict] = {}

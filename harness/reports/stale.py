@@ -59,9 +59,9 @@ def stale_section(
 ) -> str:
     """A page section listing the stale runs (of one collection, or all) with their reason and Success@8.
     marks: run name -> the fixes its code predates (harness.reports.fixes), shown after the name."""
+    from harness.foundation.markdown_table import markdown_table
     from harness.reports.cells import mean_sd_cell
     from harness.reports.fixes import footnotes, label
-    from harness.reports.markdown_table import markdown_table
 
     marks = marks or {}
     used: list = []

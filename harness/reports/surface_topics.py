@@ -69,7 +69,7 @@ def _s8(results: list[dict], keys, inside: bool) -> str:
 
 
 def surface_topics_section(runs: dict, names: list[str], collection: str, splits_dir: Path | None) -> str:
-    from harness.reports.markdown_table import markdown_table
+    from harness.foundation.markdown_table import markdown_table
 
     found = declared_kinds(collection, splits_dir)
     names = [n for n in names if (collection, n) in runs]

@@ -77,8 +77,8 @@ def training_table(
 ) -> str:
     """marks: run name -> fixes (harness.reports.fixes) its code predates, shown after the name.
     before: training-set sha256 prefix -> why it predates decontamination (run_identity's record)."""
+    from harness.foundation.markdown_table import markdown_table
     from harness.reports.fixes import label
-    from harness.reports.markdown_table import markdown_table
 
     rows = []
     for name, log in logs.items():

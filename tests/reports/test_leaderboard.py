@@ -180,7 +180,7 @@ def test_names_from_data_cannot_shift_a_column_or_become_markup(tmp_path):
 
 
 def test_the_table_renderer_escapes_text_and_keeps_harness_markdown():
-    from harness.reports.markdown_table import Markdown, markdown_table
+    from harness.foundation.markdown_table import Markdown, markdown_table
 
     table = markdown_table([["a|b\\", "x\ny", 3, Markdown("+1.0 p<0.001")]], headers=["run <b>", "c", "n", "vs best"])
     head, _, row = table.splitlines()

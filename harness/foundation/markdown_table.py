@@ -1,4 +1,5 @@
-"""The one renderer of the Markdown tables on the report pages: every cell escaped once, here.
+"""The one renderer of the Markdown tables on the report pages, the plugins' pages included (through
+`harness.api`): every cell escaped once, here.
 
 Genre, run, system and collection names come from data files and plugins. In a GitHub table an
 unescaped `|` ends its cell (the row's numbers shift a column) and a line break ends the row; the
