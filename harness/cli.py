@@ -1134,7 +1134,8 @@ def _add_leaderboard_parser(sub) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help="also write performance.md from the benchmark result files in DIR",
+        help="also write performance.md from the benchmark result files in DIR (a page the aa-harness-bench "
+        "distribution adds: written when it is installed)",
     )
     _add_record(
         sp,

@@ -50,6 +50,23 @@ def write_record(folder: Path, **paths) -> Path:
     return folder / "record.toml"
 
 
+def install_bench_entry_point(folder: Path, monkeypatch) -> None:
+    """The bench distribution's entry point, as `pip install -e ./benchmarks` records it (its code is on the
+    path from the checkout when not installed): the `bench` verb and the leaderboard's performance page."""
+    dist = folder / "site" / "aa_harness_bench-0.1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: aa-harness-bench\nVersion: 0.1.0\n")
+    (dist / "entry_points.txt").write_text("[aa_harness]\nbench = aa_harness_bench.plugin\n")
+    monkeypatch.syspath_prepend(str(folder / "site"))
+    monkeypatch.delenv("AA_HARNESS_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+
+
+@pytest.fixture
+def bench_installed(tmp_path_factory, monkeypatch):
+    """The bench distribution installed for this test (install_bench_entry_point)."""
+    install_bench_entry_point(tmp_path_factory.mktemp("bench"), monkeypatch)
+
+
 def write_jsonl(path: Path, records, *, gz: bool = False) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records)

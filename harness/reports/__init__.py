@@ -1,4 +1,4 @@
-"""Reports layer: leaderboards, training and performance pages, the paper's reported figures.
+"""Reports layer: leaderboards, training pages, exports; the pages plugins add come through the `register_pages` hook.
 
 Reads result files; never ranks or trains.
 """

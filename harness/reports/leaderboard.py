@@ -392,13 +392,6 @@ def runs_named(runs, name: str, *, rerank: bool) -> bool:
     return any(n == name and (res[0]["config"].get("first_stage") or n in firsts) for (_, n), res in runs.items())
 
 
-def performance_page(board: Board) -> str:
-    from harness.reports.performance import performance_page as render
-
-    assert board.bench_dir is not None
-    return render(board.bench_dir)
-
-
 class Page(NamedTuple):
     name: str  # path under the output folder
     wanted: Callable[[Board], bool]  # whether these runs produce the page
@@ -408,15 +401,14 @@ class Page(NamedTuple):
 
 
 # Every runs folder gives the main and per-genre pages, the rerank page when it holds reranker runs, the
-# training page when the registries' training folder holds logs; the reported page with --reported, the
-# performance page with benchmark results. In this order the main page links them, then the plugins' pages.
+# training page when the registries' training folder holds logs; the reported page with --reported. In this
+# order the main page links them, then the plugins' pages (the bench distribution's performance page).
 PAGES: tuple[Page, ...] = (
     Page("main.md", lambda b: True, main_page),
     Page("per-genre.md", lambda b: True, genre_page, "Per-genre tables"),
     Page("training.md", lambda b: bool(b.logs), training_page, "Training runs"),
     Page("rerank.md", lambda b: b.has_rerank or bool(b.stale_reranks), rerank_page, "Reranking (Table 2 layout)"),
     Page("reported.md", lambda b: b.reported, reported_page, "Figures the paper reports"),
-    Page("performance.md", lambda b: b.bench_dir is not None, performance_page, "Throughput"),
 )
 
 

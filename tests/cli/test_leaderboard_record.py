@@ -27,7 +27,7 @@ def board(tmp_path):
     return folder
 
 
-def test_a_record_gives_the_pages_the_equivalent_flags_give(board, tmp_path, capsys):
+def test_a_record_gives_the_pages_the_equivalent_flags_give(board, tmp_path, capsys, bench_installed):
     flags = tmp_path / "flags-pages"
     by_flags = [
         "--runs-dir",

@@ -530,13 +530,13 @@ def test_a_broken_record_file_is_one_line_and_writes_no_page(demo_runs, tmp_path
 
 @hostile("malformed record", "clear error")
 @pytest.mark.parametrize("broken", sorted(BROKEN))
-def test_a_broken_bench_result_is_one_line(demo_runs, tmp_path, capsys, broken):
+def test_a_broken_bench_result_is_one_line(demo_runs, tmp_path, capsys, broken, bench_installed):
     bench = tmp_path / "bench"
     bench.mkdir()
     (bench / "x.json").write_bytes(BROKEN[broken])
     args = ["leaderboard", "--runs-dir", demo_runs, "--out", tmp_path / "pages", "--no-plots", "--bench-results", bench]
     line = one_line_error(*run_cli(capsys, *args)[::2])
-    assert str(bench / "x.json") in line and not (tmp_path / "pages").exists()
+    assert "the page 'performance.md'" in line and str(bench / "x.json") in line and not (tmp_path / "pages").exists()
 
 
 @hostile("hostile input JSONL", "clear error")

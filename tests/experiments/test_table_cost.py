@@ -7,11 +7,11 @@ from tests.conftest import ROOT
 
 
 def test_table_cost_splits_done_from_left_as_reproduce_does(tmp_path):
+    from aa_harness_bench.performance import table_cost_table
     from benchmarks.table_cost import table_cost
     from harness.experiments.plan import Plan
     from harness.experiments.reproduce import load
     from harness.plugins import load_registry
-    from harness.reports.performance import table_cost_table
 
     path = ROOT / "experiments" / "table1-public.toml"
     runs = ROOT / "leaderboards" / "runs"

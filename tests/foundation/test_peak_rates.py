@@ -23,7 +23,7 @@ def test_the_dense_peak_is_the_datasheet_figure_and_the_achievable_one_is_separa
 
 def test_the_training_table_divides_the_measured_rate_by_the_dense_peak():
     """A record that stored a share of the achievable rate (0.527) is shown as a share of 989 (42%)."""
-    from harness.reports.performance import train_table
+    from aa_harness_bench.performance import train_table
 
     path = {
         "batch": "packed",

@@ -233,8 +233,8 @@ def test_bench_train_runs_on_cpu(tmp_path):
     )
     assert r["first_step"]["gradients"]["rel_error"] < 1e-5
     assert r["token_ratio"] == pytest.approx(13 * 16 / (8 + 13 * 8), rel=1e-3)
+    from aa_harness_bench.performance import performance_page
     from aa_harness_bench.results import write_result
-    from harness.reports.performance import performance_page
 
     facts = {"device_name": "Test Card"}
     write_result("train-retriever", "tiny-qwen3", facts, {"arch": "tiny-qwen3"}, r_ret, tmp_path / "a.json")
@@ -345,8 +345,8 @@ def test_bench_train_records_a_path_out_of_memory_and_still_runs_the_other(faili
     """A CUDA out-of-memory error in one path is that path's record (error, stage, peak memory);
     the other path still runs and is written, and the performance page shows the failure."""
     from aa_harness_bench import train
+    from aa_harness_bench.performance import performance_page
     from aa_harness_bench.results import write_result
-    from harness.reports.performance import performance_page
 
     build, refs, _ = _builds("tiny-qwen3")
     calls = {"build": 0, "time": 0}

@@ -63,11 +63,9 @@ def test_rerank_times_fp8_beside_bf16():
     assert {"spearman_min", "top8_overlap", "max_abs_diff_over_score_sd"} <= set(f["agreement_vs_bf16"])
 
 
-def test_bench_fp8_on_the_cpu_is_one_line(tmp_path, monkeypatch, capsys):
+def test_bench_fp8_on_the_cpu_is_one_line(bench_installed, capsys):
     from harness.cli import main
-    from tests.plugins.test_plugin_commands import _install_bench_entry_point
 
-    _install_bench_entry_point(tmp_path, monkeypatch)
     for kind in ("encode", "rerank"):
         argv = ["bench", kind, "--arch", "tiny-qwen3", "--random-weights", "--device", "cpu", "--fp8", "--no-save"]
         assert main(argv) == 2
@@ -76,8 +74,8 @@ def test_bench_fp8_on_the_cpu_is_one_line(tmp_path, monkeypatch, capsys):
 
 
 def test_the_performance_page_shows_fp8_beside_bf16(tmp_path):
+    from aa_harness_bench.performance import performance_page
     from aa_harness_bench.results import write_result
-    from harness.reports.performance import performance_page
 
     entry = {"seconds": 1.0, "tokens_per_s": 1000.0, "documents_per_s": 3.0, "tflops": 1.5, "max_tokens": 4096}
     agreement = {"rel_error_median": 1e-3, "rel_error_max": 2e-3, "top10_overlap": 0.99, "top1_agreement": 1.0}
@@ -117,10 +115,10 @@ def test_the_performance_page_shows_fp8_beside_bf16(tmp_path):
 
 def test_bench_train_adds_an_fp8_path_compared_with_the_bf16_harness(tmp_path, monkeypatch):
     from aa_harness_bench.archs import build_model
+    from aa_harness_bench.performance import performance_page
     from aa_harness_bench.results import write_result
     from aa_harness_bench.train import bench_train_reranker, bench_train_retriever
     from harness.neural.fast import fp8_linear
-    from harness.reports.performance import performance_page
 
     monkeypatch.setattr(fp8_linear, "fp8_unsupported", lambda device: None)  # the CPU runs the reference
 

@@ -11,6 +11,7 @@ import pytest
 from harness.cli import build_parser, main
 from harness.hookspecs import hookimpl
 from harness.plugins import add_plugin_commands, plugin_manager
+from tests.conftest import install_bench_entry_point
 
 
 class Hello:
@@ -64,22 +65,12 @@ def test_a_broken_plugin_is_left_out_whole_and_the_others_work(bad):
     assert args.fn(args) == 7  # the built-in verb is untouched
 
 
-def _install_bench_entry_point(tmp_path, monkeypatch):
-    """The bench distribution's entry point, as `pip install benchmarks/` would record it."""
-    dist = tmp_path / "site" / "aa_harness_bench-0.1.0.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: aa-harness-bench\nVersion: 0.1.0\n")
-    (dist / "entry_points.txt").write_text("[aa_harness]\nbench = aa_harness_bench.plugin\n")
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    monkeypatch.delenv("AA_HARNESS_DISABLE_PLUGIN_AUTOLOAD", raising=False)
-
-
 def test_bench_verb_comes_from_the_bench_distribution(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("AA_HARNESS_DISABLE_PLUGIN_AUTOLOAD", "1")
     with pytest.raises(SystemExit) as e:  # the product alone has no bench verb
         build_parser().parse_args(["bench", "--help"])
     assert e.value.code == 2 and "invalid choice: 'bench'" in capsys.readouterr().err
-    _install_bench_entry_point(tmp_path, monkeypatch)
+    install_bench_entry_point(tmp_path, monkeypatch)
     with pytest.raises(SystemExit) as e:
         main(["bench", "--help"])
     assert e.value.code == 0
@@ -92,8 +83,7 @@ def test_bench_verb_comes_from_the_bench_distribution(tmp_path, monkeypatch, cap
     assert "--random-weights" in capsys.readouterr().out
 
 
-def test_bench_without_random_weights_is_one_line(tmp_path, monkeypatch, capsys):
-    _install_bench_entry_point(tmp_path, monkeypatch)
+def test_bench_without_random_weights_is_one_line(bench_installed, capsys):
     assert main(["bench", "encode", "--no-save"]) == 2
     err = capsys.readouterr().err
     assert err == (

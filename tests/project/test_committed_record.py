@@ -28,8 +28,9 @@ def test_the_committed_record_is_valid_and_names_all_the_leaderboard_reads():
 
 
 @pytest.mark.slow
-def test_committed_pages_equal_regenerated(tmp_path):
-    """The pages `aa-harness leaderboard --record leaderboards/record.toml --reported` writes (plots aside)."""
+def test_committed_pages_equal_regenerated(tmp_path, bench_installed):
+    """The pages `aa-harness leaderboard --record leaderboards/record.toml --reported` writes (plots aside), the
+    bench distribution installed (its performance page)."""
     write_pages(leaderboard_files(record_board(committed_record(), plots=False, reported=True)), tmp_path)
     generated = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.md"))
     assert generated == sorted(p.relative_to(PAGES).as_posix() for p in PAGES.rglob("*.md"))

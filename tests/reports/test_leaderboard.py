@@ -5,8 +5,8 @@ def test_performance_page_renders_each_benchmark_kind(tmp_path):
     """A bench result written by the bench code renders with its figures and source."""
     import json
 
+    from aa_harness_bench.performance import performance_page
     from aa_harness_bench.results import write_result
-    from harness.reports.performance import performance_page
 
     facts = {"device_name": "Test Card", "torch": "x"}
     entry = {
@@ -90,8 +90,8 @@ def test_training_paths_benchmark_compares_two_logs_of_one_run(tmp_path):
     only in fast_training; anything else differing is refused; the performance page shows it."""
     import pytest
 
+    from aa_harness_bench.performance import training_paths_table
     from benchmarks.training_paths import compare
-    from harness.reports.performance import training_paths_table
 
     def log(fast, seconds, losses, **extra):
         return {
