@@ -290,13 +290,13 @@ def _reported(columns, rows) -> str:
 
 
 def reported_table1() -> str:
-    from harness.reports import reported
+    from plugins.paper import reported
 
     return _reported(reported.TABLE1_COLUMNS, reported.TABLE1)
 
 
 def reported_table2() -> str:
-    from harness.reports import reported
+    from plugins.paper import reported
 
     return _reported(reported.TABLE2_COLUMNS, reported.TABLE2)
 

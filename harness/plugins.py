@@ -38,6 +38,7 @@ DEFAULT_PLUGINS = (
     "plugins.luar",
     "plugins.sadiri",
     "plugins.sadiri_v2",
+    "plugins.paper",  # the paper's reported figures: a leaderboard page
 )
 
 

@@ -67,7 +67,7 @@ class SystemMeta:
     parameters, quantization: that backbone's size ("109M") and weight format ("" for dense).
     backbones: other checkpoints its runs may name (a per-run `backbone`), id -> Backbone (or a dict of
         Backbone's fields), so a row's size and quantization come from the plugin, not the core.
-    recipe: the paper recipe it follows, by the paper's name (harness.reports.reported.PAPER_RECIPES);
+    recipe: the paper recipe it follows, by the paper's name (harness.reports.paper_recipes.PAPER_RECIPES);
         "" when it follows none (its rows say "not in the paper").
     own_settings: config keys the paper states no value for: each row shows this harness's value.
     plot_style: (colour "#rrggbb", marker) for a baseline's dashed curve; () for the default grey.

@@ -1,1 +1,2 @@
-"""Built-in systems, one folder each: its hookimpl, config dataclass and model code."""
+"""Built-in plugins, one folder each: a system's hookimpl, config dataclass and model code; `paper/`,
+the paper's reported figures as a leaderboard page."""

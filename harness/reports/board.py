@@ -69,12 +69,13 @@ def run_order(runs: Runs) -> list[str]:
 class Board:
     """Everything the leaderboard views read, loaded once.
 
-    runs: verified results; head: the pages' first line; reported: add the paper's reported page;
-    logs: the training logs of the registries' training folder; fixes/marks: the fixes registry and
-    run name -> fixes its code predates; bench_dir: benchmark results for the performance page
-    (None: no page); places: where the split manifests are (see manifests_for); plots: whether this
-    command draws the Success@k figures (pages link only what exists); pages: the pages plugins add
-    (the `register_pages` hook), each written when its `wanted(board)` says so.
+    runs: verified results; head: the pages' first line; reported: add the paper's reported page (a
+    page of the built-in plugin `plugins.paper`); logs: the training logs of the registries' training
+    folder; fixes/marks: the fixes registry and run name -> fixes its code predates; bench_dir:
+    benchmark results for the performance page (None: no page); places: where the split manifests are
+    (see manifests_for); plots: whether this command draws the Success@k figures (pages link only what
+    exists); pages: the pages plugins add (the `register_pages` hook), each written when its
+    `wanted(board)` says so.
     """
 
     runs: Runs

@@ -31,7 +31,6 @@ from harness.reports.board import (
 from harness.reports.cells import mean_sd_cell
 from harness.reports.fixes import footnotes, label
 from harness.reports.record import Registries
-from harness.reports.reported import render_reported
 
 _log = logging.getLogger(__name__)
 
@@ -332,10 +331,6 @@ def genre_page(board: Board) -> str:
     return f"{board.head}# Per-genre results\n\n{genre_tables(board.runs)}"
 
 
-def reported_page(board: Board) -> str:
-    return render_reported(HEADER)
-
-
 def training_page(board: Board) -> str:
     from harness.reports.training import card_lines, log_marks, training_table
 
@@ -401,14 +396,13 @@ class Page(NamedTuple):
 
 
 # Every runs folder gives the main and per-genre pages, the rerank page when it holds reranker runs, the
-# training page when the registries' training folder holds logs; the reported page with --reported. In this
-# order the main page links them, then the plugins' pages (the bench distribution's performance page).
+# training page when the registries' training folder holds logs. In this order the main page links them,
+# then the plugins' pages (the paper's figures with --reported, the bench distribution's performance page).
 PAGES: tuple[Page, ...] = (
     Page("main.md", lambda b: True, main_page),
     Page("per-genre.md", lambda b: True, genre_page, "Per-genre tables"),
     Page("training.md", lambda b: bool(b.logs), training_page, "Training runs"),
     Page("rerank.md", lambda b: b.has_rerank or bool(b.stale_reranks), rerank_page, "Reranking (Table 2 layout)"),
-    Page("reported.md", lambda b: b.reported, reported_page, "Figures the paper reports"),
 )
 
 

@@ -6,7 +6,7 @@ Everything comes from the run's recorded config and model card, except facts no 
   has a model at all, its default backbone, the parameter counts (the models' own cards) and the
   quantization of the GGUF files the runs loaded (the GGUF headers of the files whose fingerprints the
   runs recorded; a GGUF backbone is dequantized on load to the run's compute dtype and LoRA trains on
-  top, QLoRA-style), and the paper recipe it follows (harness.reports.reported.PAPER_RECIPES);
+  top, QLoRA-style), and the paper recipe it follows (harness.reports.paper_recipes.PAPER_RECIPES);
 - training data made before the corpora's decontamination: the sha256 prefixes listed in the
   decontamination list the leaderboard's record names (harness.reports.record), read by
   `load_before_decontamination`; the public sources of each training set, from its training-sets
@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.reports.reported import PAPER_RECIPES
+from harness.reports.paper_recipes import PAPER_RECIPES
 from harness.reports.system_catalog import Catalog, registered
 from harness.specs import SUBMITTED
 from harness.system_meta import Backbone

@@ -74,7 +74,7 @@ def registered() -> Catalog:
 
 
 def catalog_of(specs: Mapping[str, SystemSpec]) -> Catalog:
-    from harness.reports.reported import PAPER_RECIPES
+    from harness.reports.paper_recipes import PAPER_RECIPES
 
     for name, spec in sorted(specs.items()):
         if spec.meta.recipe and spec.meta.recipe not in PAPER_RECIPES:

@@ -78,7 +78,7 @@ def test_every_built_in_system_declares_what_the_pages_read():
     assert baselines == ["bm25", "char-ngram"] and all(reg.systems[n].meta.plot_style for n in baselines)
     assert [n for n, s in reg.systems.items() if "reference-embedder" in s.capabilities] == ["sbert"]
     assert reg.systems["sadiri-v2-reranker"].meta.role == "reranker"
-    from harness.reports.reported import PAPER_RECIPES
+    from harness.reports.paper_recipes import PAPER_RECIPES
 
     assert {s.meta.recipe for s in reg.systems.values()} - {""} <= set(PAPER_RECIPES)
 

@@ -1,4 +1,4 @@
-"""The paper's figures in harness/reports/reported.py match an independent transcription of its tables, a
+"""The paper's figures in plugins/paper/reported.py match an independent transcription of its tables, a
 Markdown file named by $AA_HARNESS_PAPER_TRANSCRIPTION (skipped without it)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.reports.reported import TABLE1, TABLE2
+from plugins.paper.reported import TABLE1, TABLE2
 
 PAPER = (
     Path(os.environ.get("AA_HARNESS_PAPER_TRANSCRIPTION", ""))
