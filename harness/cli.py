@@ -610,6 +610,7 @@ def cmd_stage(args) -> int:
         f"unpacked into {dest}: point ${locations.MODEL_DIR_ENV} at {dest / 'models'} and "
         f"${locations.CORPORA_ENV} at {dest / 'corpora'}"
         + (f", and ${locations.STORE_ENV} at {dest / 'store'}" if (dest / "store").is_dir() else "")
+        + (f"; copy {dest / 'runs'} into the runs folder there" if (dest / "runs").is_dir() else "")
     )
     return 0
 
@@ -1099,7 +1100,8 @@ def _add_stage_parser(sub) -> None:
         "--only",
         nargs="+",
         metavar="NAME",
-        help="pack: just these backbones, data names, collections or done steps (whose store entry to carry)",
+        help="pack: just these backbones, data names, collections, done steps (whose store entry to carry) "
+        "or steps to run (the results they read)",
     )
     sp.add_argument("--chunk-mib", type=int, default=60, help="pack: the largest chunk, in MiB (default 60)")
     sp.add_argument(

@@ -1,7 +1,8 @@
 """Carrying an experiment's backbones and data to a machine that cannot reach the model hub:
 `aa-harness stage pack` cuts the local copies into numbered chunks of at most a given size, with a
 manifest of every file's sha256; `aa-harness stage unpack` joins whatever chunks have arrived
-(several transfers, if the link limits their size) into a model folder and a corpora folder there,
+(several transfers, if the link limits their size) into a model folder and a corpora folder there
+(with the store entries and the results the steps still to run read, where there are any),
 checking each file's sha256, and says which chunks are still missing."""
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ def _sources(plan: Plan, names: list[str] | None) -> list[tuple[str, Path]]:
         for f in sorted(p for p in folder.rglob("*") if p.is_file()):
             out.append((f"models/{last}/{f.relative_to(folder).as_posix()}", f))
     out += _store_entries(plan, names)
+    out += _run_inputs(plan, names)
     return out
 
 
@@ -84,6 +86,35 @@ def _store_entries(plan: Plan, names: list[str] | None) -> list[tuple[str, Path]
         for f in sorted(p for p in folder.rglob("*") if p.is_file()):
             out.append((f"store/{folder.relative_to(plan.store).as_posix()}/{f.relative_to(folder).as_posix()}", f))
     return out
+
+
+def _run_inputs(plan: Plan, names: list[str] | None) -> list[tuple[str, Path]]:
+    """The results the run and rerank steps still to run read, made already (each result file with
+    its rankings): a rerank's first stage, and a step's own seeds that are current, which a step
+    left half done keeps rather than makes again. Named steps only, under --only; there, the
+    collections named too, if any."""
+    from harness.experiments.reproduce import needed, outputs
+    from harness.runs.results import rankings_path, result_path
+
+    exp = plan.exp
+    todo, _ = needed(plan, outputs(exp), explicit=False)
+    out: list[tuple[str, Path]] = []
+    for address in sorted(todo):
+        step = exp.steps[address]
+        if step.kind not in ("run", "rerank") or (names is not None and address not in names):
+            continue
+        collections = [c for c in step.collections if names is None or c in names] or list(step.collections)
+        missing = plan.missing_seeds(step)
+        wanted = [(step, c, seed) for c in collections for seed in exp.seeds if seed not in dict(missing.get(c, []))]
+        if step.kind == "rerank":
+            first = exp.steps[str(step.first_stage)]
+            wanted += [(first, c, seed) for c in collections for seed in exp.seeds]
+        for s, c, seed in wanted:
+            result = result_path(plan.runs_dir, c, plan.run_name(s), seed)
+            for f in (result, rankings_path(result)):
+                if result.is_file() and f.is_file():
+                    out.append((f"runs/{c}/{plan.run_name(s)}/{f.name}", f))
+    return list(dict.fromkeys(out))  # a first stage two reranks read travels once
 
 
 def pack(plan: Plan, out: Path, chunk_mib: int, names: list[str] | None = None) -> list[Path]:

@@ -585,3 +585,36 @@ def test_the_dry_run_prices_what_is_done_as_measured_and_what_is_left_as_project
     assert rows["run.bm25"][2] == "—"  # bm25 runs on a CPU
     done = _dry_run_states(capsys, "table1-public.toml", runs, "--collections", "reddit-xsub", "blogs-xtopic")
     assert done["run.sadiri-mpnet"][0] == "done" and done["run.sadiri-mpnet"][2].endswith(" measured")
+
+
+def test_stage_carries_the_results_a_step_left_half_done_reads(tmp_path, capsys):
+    """Table 2's n(r) rerank with two of its four blogs-xtopic-all seeds done: the stage carries
+    those two seeds and the first stage's four (results and rankings), so the machine there
+    verifies them and makes only the two left."""
+    import hashlib
+
+    step = "rerank.sadiri-v2-qwen2.5-1.5b-cosine-b16-lr1e-4+reranker-r-b4-all-authors"
+    first = "sadiri-v2-qwen2.5-1.5b-cosine-b16-lr1e-4"
+    names = {s: [f"seed-{s}.json", f"seed-{s}.rankings.jsonl.gz"] for s in (0, 1001, 2001, 3001)}
+    have = [f"blogs-xtopic-all/{step.removeprefix('rerank.')}/{n}" for s in (0, 1001) for n in names[s]]
+    have += [f"blogs-xtopic-all/{first}/{n}" for s in names for n in names[s]]
+    runs = tmp_path / "runs"
+    for name in have:  # from the committed record
+        (runs / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / "leaderboards" / "runs" / name, runs / name)
+    corpora = tmp_path / "corpora"
+    corpora.mkdir()
+    (corpora / "blogs-xtopic.jsonl.gz").write_bytes(os.urandom(100))  # the collection's file travels too
+    out, there = tmp_path / "stage", tmp_path / "there"
+    args = ["--experiment", str(EXPERIMENTS / "table2-public.toml"), "--runs-dir", str(runs)]
+    args += ["--data-dir", str(corpora), "--only", step, "blogs-xtopic-all"]
+    assert main(["stage", "pack", str(out), *args]) == 0
+    assert main(["stage", "unpack", str(out), "--dest", str(there)]) == 0
+    assert f"copy {there / 'runs'} into the runs folder there" in capsys.readouterr().out
+    got = sorted(str(p.relative_to(there / "runs")) for p in (there / "runs").rglob("*") if p.is_file())
+    assert got == sorted(have)
+    for name in got:
+        assert (
+            hashlib.sha256((there / "runs" / name).read_bytes()).digest()
+            == hashlib.sha256((runs / name).read_bytes()).digest()
+        )
