@@ -207,6 +207,7 @@ def _print_plan(plan: Plan, targets: Sequence[str], todo: Sequence[str], status:
     exp = plan.exp
     projection = Projection(exp)
     rows, measured = [], []
+    left = {a: projection.minutes_left(exp.steps[a], plan) for a in todo}  # reads the step's results once
     for a in order(exp):
         if a not in targets and a not in todo and plan.exp.steps[a].kind not in ("curate", "train"):
             continue  # --only: the rest of the file is not asked about
@@ -214,7 +215,7 @@ def _print_plan(plan: Plan, targets: Sequence[str], todo: Sequence[str], status:
         state = "done" if st.done else ("to run" if a in todo else "not needed")
         why = st.why if st.done or a in todo else f"{st.why}; what it is for is current"
         if a in todo:
-            minutes = projection.minutes_left(exp.steps[a], plan)
+            minutes = left[a]
             cell = "—" if minutes is None else f"{minutes} projected"
         else:
             minutes = projection.measured(exp.steps[a], plan)
@@ -223,8 +224,7 @@ def _print_plan(plan: Plan, targets: Sequence[str], todo: Sequence[str], status:
                 measured.append(minutes)
         rows.append([a, state, why, cell])
     out(tabulate(rows, headers=["step", "state", "why", "GPU-minutes"], tablefmt="github", disable_numparse=True))
-    total = [projection.minutes_left(exp.steps[a], plan) for a in todo]
-    known = [m for m in total if isinstance(m, float)]
+    known = [m for m in left.values() if isinstance(m, float)]
     line = f"{exp.name}: {len(todo)} of {len(rows)} steps to run"
     if known:
         line += f"; about {sum(known):.0f} GPU-minutes for the {len(known)} with a measured precedent"

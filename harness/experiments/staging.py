@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Sequence
 
 from harness.errors import HarnessError
 from harness.experiments.plan import Plan, file_sha256
@@ -55,20 +55,21 @@ def _sources(plan: Plan, names: list[str] | None) -> list[tuple[str, Path]]:
         last = str(b.id).rstrip("/").split("/")[-1]
         for f in sorted(p for p in folder.rglob("*") if p.is_file()):
             out.append((f"models/{last}/{f.relative_to(folder).as_posix()}", f))
-    out += _store_entries(plan, names)
-    out += _run_inputs(plan, names)
+    from harness.experiments.reproduce import needed, outputs
+
+    todo, _ = needed(plan, outputs(plan.exp), explicit=False)  # judged once: it reads every result
+    out += _store_entries(plan, names, todo)
+    out += _run_inputs(plan, names, todo)
     return out
 
 
-def _store_entries(plan: Plan, names: list[str] | None) -> list[tuple[str, Path]]:
+def _store_entries(plan: Plan, names: list[str] | None, todo: Sequence[str]) -> list[tuple[str, Path]]:
     """The store entries the steps still to run read and that are made already: a curated set, a
     trained model (a reranker trained in an earlier allotment, say), so the machine there need
     not make them again."""
     from harness.experiments.graph import dependencies
-    from harness.experiments.reproduce import needed, outputs
 
     exp = plan.exp
-    todo, _ = needed(plan, outputs(exp), explicit=False)
     made = {d for a in todo for d in dependencies(exp, exp.steps[a]) if d not in todo}
     out: list[tuple[str, Path]] = []
     for address in sorted(made):
@@ -88,16 +89,14 @@ def _store_entries(plan: Plan, names: list[str] | None) -> list[tuple[str, Path]
     return out
 
 
-def _run_inputs(plan: Plan, names: list[str] | None) -> list[tuple[str, Path]]:
+def _run_inputs(plan: Plan, names: list[str] | None, todo: Sequence[str]) -> list[tuple[str, Path]]:
     """The results the run and rerank steps still to run read, made already (each result file with
     its rankings): a rerank's first stage, and a step's own seeds that are current, which a step
     left half done keeps rather than makes again. Named steps only, under --only; there, the
     collections named too, if any."""
-    from harness.experiments.reproduce import needed, outputs
     from harness.runs.results import rankings_path, result_path
 
     exp = plan.exp
-    todo, _ = needed(plan, outputs(exp), explicit=False)
     out: list[tuple[str, Path]] = []
     for address in sorted(todo):
         step = exp.steps[address]
