@@ -74,13 +74,13 @@ def compare(hf_log: dict, fast_log: dict, name: str) -> dict:
     }
 
 
-def run_both(experiment: str, address: str, max_steps: int, work: Path) -> tuple[Path, Path]:
-    """Train the experiment's step twice, plain then fast, each cut to `max_steps`; the two logs."""
+def step_inputs(experiment: str, address: str):
+    """An experiment's train step as `aa-harness reproduce` would train it: (registry, step, plan,
+    curated data file); one line if the step is not a training or its data is not curated yet."""
     from harness.experiments.plan import Plan
     from harness.experiments.reproduce import load
     from harness.foundation import locations
     from harness.plugins import load_registry
-    from harness.runs.train_job import train_job
 
     registry = load_registry()
     exp = load(experiment, registry)
@@ -92,6 +92,14 @@ def run_both(experiment: str, address: str, max_steps: int, work: Path) -> tuple
     data, _ = plan.training_data(step)
     if data is None:
         raise SystemExit(f"{experiment}: [{address}] its training data is not curated yet; run its curate step first")
+    return registry, step, plan, data
+
+
+def run_both(experiment: str, address: str, max_steps: int, work: Path) -> tuple[Path, Path]:
+    """Train the experiment's step twice, plain then fast, each cut to `max_steps`; the two logs."""
+    from harness.runs.train_job import train_job
+
+    registry, step, plan, data = step_inputs(experiment, address)
     logs = []
     for fast in (False, True):
         out = work / ("fast" if fast else "hf")

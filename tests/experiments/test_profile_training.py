@@ -1,0 +1,49 @@
+"""benchmarks/profile_training.py on an experiment's train step (here the smoke reranker on a
+CPU): the optimizer's steps drive the profiled window, so it holds exactly the steps asked for."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.cli import main
+from tests.conftest import ROOT
+
+SMOKE = ROOT / "experiments" / "smoke.toml"
+
+
+@pytest.fixture
+def curated(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("AA_HARNESS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("AA_HARNESS_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["reproduce", str(SMOKE), "--only", "curate.demo-train", "--no-progress"]) == 0
+    capsys.readouterr()
+
+
+def test_the_window_holds_the_steps_asked_for_after_the_skipped_ones(curated, tmp_path, capsys):
+    from benchmarks.profile_training import main as profile_main
+
+    out = tmp_path / "fig.json"
+    args = ["--experiment", str(SMOKE), "--step", "train.reranker", "--path", "plain", "--skip", "2"]
+    assert (
+        profile_main([*args, "--steps", "1", "--work", str(tmp_path / "work"), "--name", "smoke", "--out", str(out)])
+        == 0
+    )
+    fig = json.loads(out.read_text())
+    r = fig["results"]
+    assert fig["path"] == "plain" and fig["config"]["fast_training"] is False and fig["config"]["max_steps"] == 4
+    assert r["optimizer_steps"] == 4 and r["steps_profiled"] == 1
+    assert r["step_seconds_profiled_median"] > 0 and r["step_seconds_unprofiled_median"] > 0
+    assert r["kernels"] and all(k["seconds_per_step"] > 0 for k in r["kernels"])
+    assert "1 steps profiled of 4" in capsys.readouterr().out
+
+
+def test_a_run_that_ends_before_the_window_is_one_line(curated, tmp_path):
+    from benchmarks.profile_training import profile_training
+
+    with pytest.raises(
+        SystemExit, match=r"train.reranker: the run ended after \d+ optimizer steps, before the profiled"
+    ):
+        profile_training(str(SMOKE), "train.reranker", "plain", tmp_path / "work", skip=10_000, steps=1)
