@@ -258,15 +258,22 @@ def _check_fp8(args, device) -> None:
         require_fp8(device)
 
 
+def _plain(value):
+    """An argument as the result file records it: paths (alone or in a list, as --texts) as strings."""
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
 def _save(args, kind, name, device, figures) -> None:
     from aa_harness_bench.results import write_result
     from aa_harness_bench.timing import device_facts
 
     if args.no_save:
         return
-    keep = {
-        k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("fn", "command", "bench")
-    }
+    keep = {k: _plain(v) for k, v in vars(args).items() if k not in ("fn", "command", "bench")}
     path = write_result(kind, name, device_facts(device), keep, figures, args.out)
     _log(f"wrote {path}")
 

@@ -216,3 +216,34 @@ def test_bench_reads_real_texts_through_a_tokenizer(tiny_qwen3_dir, tmp_path):
         text_rows([path], str(tiny_qwen3_dir), 5, vocab=3)
     with pytest.raises(HarnessError, match="12 documents after the first 0, 20 needed"):
         text_rows([path], str(tiny_qwen3_dir), 20)
+
+
+@pytest.mark.slow
+def test_bench_on_real_texts_writes_its_result_with_the_files_it_read(tiny_qwen3_dir, bench_installed, tmp_path):
+    import json
+
+    from harness.cli import main
+    from harness.data.demo import demo_documents
+    from tests.conftest import write_jsonl
+
+    docs = [
+        {"documentID": d.documentID, "authorIDs": list(d.authorIDs), "fullText": d.fullText, "genre": d.genre}
+        for d in demo_documents()[:12]
+    ]
+    texts = write_jsonl(tmp_path / "texts.jsonl", docs)
+    out = tmp_path / "encode.json"
+    argv = [
+        "bench",
+        "encode",
+        "--backbone",
+        str(tiny_qwen3_dir),
+        "--texts",
+        str(texts),
+        "--docs",
+        "6",
+        "--device",
+        "cpu",
+    ]
+    assert main([*argv, "--naive-batch", "2", "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert record["args"]["texts"] == [str(texts)] and record["args"]["backbone"] == str(tiny_qwen3_dir)
