@@ -52,11 +52,14 @@ def _agreement(a: dict | None, key: str) -> str:
 
 
 def _path_rows(r: dict, unit: str, key: str) -> list[list]:
+    """The bf16 paths of one result; a result that also timed FP8 is named without its "-fp8" here
+    (its FP8 row is in the FP8 table)."""
     res = r["results"]
+    shape = r["name"].removesuffix("-fp8")
     naive = res["naive"]
     rows = [
         [
-            r["name"],
+            shape,
             "naive (HF, batch 32, arrival order)",
             "—",
             f"{naive[unit]:,.1f}",
@@ -72,7 +75,7 @@ def _path_rows(r: dict, unit: str, key: str) -> list[list]:
         agreement = e.get("agreement", res.get("agreement") if default else None)
         rows.append(
             [
-                r["name"],
+                shape,
                 label,
                 f"{e['max_tokens']:,}",
                 f"{e[unit]:,.1f}",

@@ -111,6 +111,8 @@ def test_the_performance_page_shows_fp8_beside_bf16(tmp_path):
     row = next(line for line in page.splitlines() if line.startswith("| encode ") and "qwen2.5-coder" in line)
     assert "| real " in row and "1,000.0" in row and "1,700.0" in row and "1.70" in row
     assert "3.1e-02 / 6.0e-02" in row and "top-10 0.912; ρ 0.9876 / 0.9500" in row
+    bf16_rows = [line for line in page.splitlines() if line.startswith("| qwen2.5-coder")]
+    assert bf16_rows and all(line.startswith("| qwen2.5-coder ") for line in bf16_rows)  # the bf16 paths: no "-fp8"
 
 
 def test_bench_train_adds_an_fp8_path_compared_with_the_bf16_harness(tmp_path, monkeypatch):
