@@ -119,14 +119,17 @@ def _model_override(plan: Plan, step: Step) -> dict:
     return {"model": str(folder)}
 
 
-def _not_current(plan: Plan, step: Step) -> list[str]:
-    """The collections a run or rerank step still has to do: one whose every seed has a current
-    result is left as it is (a step cut off half-way resumes where it stopped)."""
-    missing = plan.missing_results(step)
-    todo = [c for c in step.collections if missing[c]]
+def _not_current(plan: Plan, step: Step) -> dict[str, list[int]]:
+    """The seeds a run or rerank step still has to make, by collection: a seed with a current
+    result is left as it is, so a step cut off half-way resumes where it stopped."""
+    missing = plan.missing_seeds(step)
+    todo = {c: [seed for seed, _ in missing[c]] for c in step.collections if missing[c]}
     done = [c for c in step.collections if not missing[c]]
-    if done:
-        _log.info(f"{step.address}: {', '.join(done)} current; running {', '.join(todo) or 'nothing'}")
+    partly = [f"{c} seed{'s' if len(s) > 1 else ''} {', '.join(map(str, s))}" for c, s in todo.items()]
+    if done or any(len(s) < len(plan.exp.seeds) for s in todo.values()):
+        _log.info(
+            f"{step.address}: {', '.join(done) or 'no collection'} current; running {'; '.join(partly) or 'nothing'}"
+        )
     return todo
 
 
@@ -134,19 +137,19 @@ def _run(plan: Plan, step: Step, progress: bool) -> None:
     from harness.runs.run_job import RunJob, run_job
 
     overrides = plan.overrides(step, _model_override(plan, step))
-    for collection in _not_current(plan, step):
+    for collection, seeds in _not_current(plan, step).items():
         run_job(
             plan.registry,
             RunJob(
                 systems=[str(step.system)],
                 collection=collection,
-                seeds=plan.exp.seeds,
+                seeds=seeds,
                 overrides=overrides,
                 run_name=plan.run_name(step),
                 runs_dir=plan.runs_dir,
                 data_dir=plan.data_dir,
                 progress=progress,
-                overwrite=True,  # the collection is redone whole: its seeds made otherwise are replaced
+                overwrite=True,  # a seed's result made otherwise (another config or model) is replaced
             ),
         )
 
@@ -156,19 +159,19 @@ def _rerank(plan: Plan, step: Step, progress: bool) -> None:
 
     overrides = plan.overrides(step, _model_override(plan, step))
     first = plan.run_name(plan.exp.steps[str(step.first_stage)])
-    for collection in _not_current(plan, step):
+    for collection, seeds in _not_current(plan, step).items():
         rerank_job(
             plan.registry,
             RerankJob(
                 system=str(step.system),
                 first_stage=first,
                 collection=collection,
-                seeds=plan.exp.seeds,
+                seeds=seeds,
                 overrides=overrides,
                 run_name=plan.run_name(step),
                 runs_dir=plan.runs_dir,
                 data_dir=plan.data_dir,
-                overwrite=True,  # the collection is redone whole: its seeds made otherwise are replaced
+                overwrite=True,  # a seed's result made otherwise (another config or model) is replaced
             ),
         )
 

@@ -240,27 +240,29 @@ def test_reproduce_runs_what_is_not_done_then_nothing(tmp_path, capsys):
     assert json.loads(res.read_text())["config"]["k1"] != 0.9
 
 
-def test_a_step_cut_off_half_way_redoes_only_the_collections_not_current(tmp_path, corpora, caplog):
-    """A run step over two collections whose first is current runs the second alone: the first's
-    result is not written again."""
+def test_a_step_cut_off_half_way_makes_only_the_seeds_not_current(tmp_path, corpora, caplog):
+    """A run step over two collections whose first is current runs the second alone, and of a
+    collection half done only the seeds without a current result: what is current is not written
+    again."""
     path = _write(
         tmp_path,
-        '[experiment]\nname = "two"\nseeds = [0]\n[run.bm25]\nsystem = "bm25"\ncollections = ["demo", "pan18-en"]\n',
+        '[experiment]\nname = "two"\nseeds = [0, 1001]\n[run.bm25]\nsystem = "bm25"\ncollections = ["demo", "pan18-en"]\n',
     )
     runs = tmp_path / "runs"
     argv = ["reproduce", str(path), "--runs-dir", str(runs), "--data-dir", str(corpora), "--no-progress"]
     assert main(argv) == 0
-    kept, redone = runs / "demo" / "bm25" / "seed-0.json", runs / "pan18-en" / "bm25" / "seed-0.json"
-    before = kept.stat().st_mtime_ns
+    kept = [runs / "demo" / "bm25" / f"seed-{s}.json" for s in (0, 1001)] + [runs / "pan18-en" / "bm25" / "seed-0.json"]
+    redone = runs / "pan18-en" / "bm25" / "seed-1001.json"
+    before = [p.stat().st_mtime_ns for p in kept]
     redone.unlink()
     with caplog.at_level(logging.INFO, logger="harness.experiments.actions"):
         assert main(argv) == 0
-    assert redone.is_file() and kept.stat().st_mtime_ns == before
-    assert any("demo current; running pan18-en" in r.getMessage() for r in caplog.records)
-    # results made with another config (an earlier model, say) are replaced, all seeds of the collection
+    assert redone.is_file() and [p.stat().st_mtime_ns for p in kept] == before
+    assert any("demo current; running pan18-en seed 1001" in r.getMessage() for r in caplog.records)
+    # results made with another config (an earlier model, say) are replaced, every seed of them
     path.write_text(path.read_text().replace('system = "bm25"\n', 'system = "bm25"\nset = { k1 = 0.9 }\n'))
     assert main(argv) == 0
-    assert json.loads(kept.read_text())["config"]["k1"] == 0.9 == json.loads(redone.read_text())["config"]["k1"]
+    assert {json.loads(p.read_text())["config"]["k1"] for p in [*kept, redone]} == {0.9}
 
 
 def test_side_by_side_starts_the_longest_chain_first():
