@@ -63,17 +63,27 @@ def _sources(plan: Plan, names: list[str] | None) -> list[tuple[str, Path]]:
     return out
 
 
+def _carried_steps(plan: Plan, names: list[str] | None, todo: Sequence[str]) -> list[str]:
+    """The steps still to run whose inputs travel: all of them, or under --only the ones named (every
+    one, where --only names data, backbones or collections but no step)."""
+    if names is None or not any(n in plan.exp.steps for n in names):
+        return list(todo)
+    return [a for a in todo if a in names]
+
+
 def _store_entries(plan: Plan, names: list[str] | None, todo: Sequence[str]) -> list[tuple[str, Path]]:
     """The store entries the steps still to run read and that are made already: a curated set, a
     trained model (a reranker trained in an earlier allotment, say), so the machine there need
-    not make them again."""
+    not make them again (a curated set may need what it has not: spaCy for the names). Under
+    --only, those of the carried steps (_carried_steps) and the done steps named."""
     from harness.experiments.graph import dependencies
 
     exp = plan.exp
     made = {d for a in todo for d in dependencies(exp, exp.steps[a]) if d not in todo}
+    read = {d for a in _carried_steps(plan, names, todo) for d in dependencies(exp, exp.steps[a])}
     out: list[tuple[str, Path]] = []
     for address in sorted(made):
-        if names is not None and address not in names:
+        if names is not None and address not in names and address not in read:
             continue
         step = exp.steps[address]
         if step.kind == "curate":
@@ -92,15 +102,15 @@ def _store_entries(plan: Plan, names: list[str] | None, todo: Sequence[str]) -> 
 def _run_inputs(plan: Plan, names: list[str] | None, todo: Sequence[str]) -> list[tuple[str, Path]]:
     """The results the run and rerank steps still to run read, made already (each result file with
     its rankings): a rerank's first stage, and a step's own seeds that are current, which a step
-    left half done keeps rather than makes again. Named steps only, under --only; there, the
-    collections named too, if any."""
+    left half done keeps rather than makes again. Under --only, those of the carried steps
+    (_carried_steps), on the collections named, if any."""
     from harness.runs.results import rankings_path, result_path
 
     exp = plan.exp
     out: list[tuple[str, Path]] = []
-    for address in sorted(todo):
+    for address in sorted(_carried_steps(plan, names, todo)):
         step = exp.steps[address]
-        if step.kind not in ("run", "rerank") or (names is not None and address not in names):
+        if step.kind not in ("run", "rerank"):
             continue
         collections = [c for c in step.collections if names is None or c in names] or list(step.collections)
         missing = plan.missing_seeds(step)

@@ -543,6 +543,9 @@ backbone = "tiny-bert"
 system = "sadiri"
 model = "train.s"
 collections = ["demo"]
+[run.bm25]
+system = "bm25"
+collections = ["demo"]
 """,
     )
     registry = load_registry()
@@ -569,6 +572,13 @@ collections = ["demo"]
     assert "AA_HARNESS_STORE at" in capsys.readouterr().out
     got = tmp_path / "there" / "store" / "models" / folder.name / "model"
     assert (got / "weights.bin").read_bytes() == (folder / "model" / "weights.bin").read_bytes()
+    # under --only: what the steps named read, and a done step named; naming no step at all (data, a
+    # backbone, a collection), what every step left to run reads
+    for only, carried in ((["run.bm25"], False), (["run.s"], True), (["train.s"], True), (["train", "demo"], True)):
+        out = tmp_path / f"only-{'-'.join(only)}"
+        assert main(argv[:2] + [str(out)] + argv[2:] + ["--only", *only]) == 0
+        files = json.loads((out / "stage.json").read_text())["files"]
+        assert any(f["path"].endswith("model/weights.bin") for f in files) is carried, only
 
 
 def test_the_dry_run_prices_what_is_done_as_measured_and_what_is_left_as_projected(tmp_path, capsys):
