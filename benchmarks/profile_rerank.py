@@ -131,7 +131,14 @@ def main(argv=None) -> None:
     fig = profile(_reranker(args.system, parse_set_args(args.set)), queries, cand_lists)
     _print(fig)
     if args.out:
-        args.out.write_text(json.dumps(fig, indent=1) + "\n", encoding="utf-8")
+        import datetime as dt
+
+        from harness.foundation.provenance import git_commit
+
+        made = {"benchmark": "rerank-profile", "git_commit": git_commit()}
+        made["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        record = {**made, "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, **fig}
+        args.out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
