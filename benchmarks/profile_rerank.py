@@ -8,7 +8,8 @@ torch.profiler.
 
 Prints, for the same queries: the pairs and tokens scored and their rate; the host's tokenizing
 alone (the texts cold); the device's busy time against the wall time (the rest is time the device
-waits for the host); and the kernels by device time. On a CPU the "device" is the CPU's own ops,
+waits for the host); the kernels by device time; and, on a GPU, the host's ops by their own CPU
+time. On a CPU the "device" is the CPU's own ops,
 so only the shape of the figures means anything there.
 """
 
@@ -76,7 +77,13 @@ def profile(system, queries, cand_lists, *, top: int = 15) -> dict:
     events = prof.key_averages()
     attr = "self_device_time_total" if cuda else "self_cpu_time_total"
     busy = sum(getattr(e, attr) for e in events if (e.device_type.name == "CUDA") == cuda) / 1e6
-    kernels = sorted(events, key=lambda e: -getattr(e, attr))[:top]
+    # the device's own kernels (an op's row repeats its kernels' time), and the host's ops by their own time
+    kernels = sorted((e for e in events if (e.device_type.name == "CUDA") == cuda), key=lambda e: -getattr(e, attr))
+    host = (
+        sorted((e for e in events if e.device_type.name != "CUDA"), key=lambda e: -e.self_cpu_time_total)
+        if cuda
+        else []
+    )
     pairs = sum(len(c) for c in cand_lists)
     tokens = 0
     for q, cs in zip(queries, cand_lists):
@@ -94,7 +101,12 @@ def profile(system, queries, cand_lists, *, top: int = 15) -> dict:
         "device_busy_seconds": round(busy, 3),
         "device_busy_share": round(busy / wall, 3) if cuda else None,
         "device": str(torch.cuda.get_device_name(system.device)) if cuda else "cpu",
-        "top": [{"name": e.key[:90], "seconds": round(getattr(e, attr) / 1e6, 4), "calls": e.count} for e in kernels],
+        "top": [
+            {"name": e.key[:90], "seconds": round(getattr(e, attr) / 1e6, 4), "calls": e.count} for e in kernels[:top]
+        ],
+        "host_ops": [
+            {"name": e.key[:90], "seconds": round(e.self_cpu_time_total / 1e6, 4), "calls": e.count} for e in host[:top]
+        ],
     }
 
 
@@ -110,8 +122,11 @@ def _print(fig: dict) -> None:
             f"device busy {fig['device_busy_seconds']} s of {fig['wall_seconds']} s "
             f"({100 * fig['device_busy_share']:.0f}%; the rest the device waits for the host)"
         )
-    for k in fig["top"]:
-        print(f"  {k['seconds']:>9.4f} s  {k['calls']:>6}  {k['name']}")
+    for title, rows in (("kernels by device time", fig["top"]), ("host ops by their own CPU time", fig["host_ops"])):
+        if rows:
+            print(f"{title}:")
+        for k in rows:
+            print(f"  {k['seconds']:>9.4f} s  {k['calls']:>6}  {k['name']}")
 
 
 def main(argv=None) -> None:

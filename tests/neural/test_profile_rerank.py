@@ -23,5 +23,6 @@ def test_profile_rerank_prints_and_writes_the_figures_of_the_queries_it_rescored
     assert fig["queries"] == 3 and fig["pairs"] == 15 and fig["device"] == "cpu"
     assert fig["benchmark"] == "rerank-profile" and fig["git_commit"] and fig["args"]["queries"] == 3
     assert fig["tokens"] > fig["pairs"] and fig["wall_seconds"] > 0 and fig["top"]
+    assert fig["host_ops"] == []  # on a CPU the ops are the device's own: listed once, under "top"
     printed = capsys.readouterr().out
     assert "3 queries, 15 pairs" in printed and "tokenizing every text cold" in printed
