@@ -45,6 +45,7 @@ _NEURAL = {
     "embed_features": "harness.neural.encoder",
     "enable_fast_path": "harness.neural.fast.enable",
     "score_fused_continuations": "harness.neural.fast.fused_paths",
+    "score_fused_continuations_on_device": "harness.neural.fast.fused_paths",
     "fused_embed_batch": "harness.neural.fast.lora_train",
     "score_continuations": "harness.neural.fast.prefix_scoring",
     "shared_prefix_score_groups": "harness.neural.fast.prefix_train",
@@ -77,7 +78,7 @@ if TYPE_CHECKING:  # what a type checker and an editor see; at run time __getatt
     from harness.neural.encoder import TextEncoder, TokenEncoder, checkpoint_backbone, embed_features
     from harness.neural.fast.enable import enable_fast_path
     from harness.neural.fast.fp8_linear import require_fp8
-    from harness.neural.fast.fused_paths import score_fused_continuations
+    from harness.neural.fast.fused_paths import score_fused_continuations, score_fused_continuations_on_device
     from harness.neural.fast.lora_train import fused_embed_batch
     from harness.neural.fast.prefix_scoring import score_continuations
     from harness.neural.fast.prefix_train import shared_prefix_score_groups
@@ -152,6 +153,7 @@ __all__ = [
     "retry_on_oom",
     "score_continuations",
     "score_fused_continuations",
+    "score_fused_continuations_on_device",
     "shared_prefix_score_groups",
     "sync_grads",
     "train_loop",

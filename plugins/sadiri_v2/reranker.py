@@ -31,6 +31,9 @@ from plugins.sadiri_v2.pair_memo import ScoreMemo, TokenMemo
 from plugins.sadiri_v2.retriever import _dtype, check_fp8, lora_config
 
 MODEL_JSON = "aa_model.json"
+# queries whose scores may wait on the device before one copy reads them back: enough for the host
+# to run ahead of the device, few enough that the progress bar tells the truth
+RUN_AHEAD = 8
 
 
 class PairScorer(TokenEncoder):
@@ -192,7 +195,8 @@ class RerankerSystem:
             return self._rerank_prefix_reuse(queries, candidate_lists)
         return self._rerank_pairs(queries, candidate_lists)
 
-    def _score_query(self, prefix: list[int], continuations: list[list[int]]) -> np.ndarray:
+    def _score_query(self, prefix: list[int], continuations: list[list[int]]) -> np.ndarray | torch.Tensor:
+        """[n, 1] scores: on the fused path left on the device (read back a few queries later), else on the host."""
         from harness.api import retry_on_oom
 
         # Out of GPU memory: halve the token budget and retry (said once).
@@ -202,11 +206,13 @@ class RerankerSystem:
             what="reranking",
         )
 
-    def _score_query_at(self, prefix: list[int], continuations: list[list[int]], max_tokens: int) -> np.ndarray:
+    def _score_query_at(
+        self, prefix: list[int], continuations: list[list[int]], max_tokens: int
+    ) -> np.ndarray | torch.Tensor:
         if self.model.fused_decoder is not None:
-            from harness.api import score_fused_continuations
+            from harness.api import score_fused_continuations_on_device
 
-            return score_fused_continuations(
+            return score_fused_continuations_on_device(
                 self.model.fused_decoder, self.model.finish, prefix, continuations, self.device, max_tokens=max_tokens
             )
         from harness.api import score_continuations
@@ -225,7 +231,18 @@ class RerankerSystem:
     def _rerank_prefix_reuse(self, queries, candidate_lists) -> list[np.ndarray]:
         from tqdm.auto import tqdm
 
-        out = []
+        out: list = []
+        in_flight: list[int] = []  # queries whose scores are still on the device
+
+        def read_back() -> None:  # one copy for the queries in flight
+            scores = torch.cat([out[k][:, 0] for k in in_flight]).cpu().numpy()
+            start = 0
+            for k in in_flight:
+                n = len(out[k])
+                out[k] = scores[start : start + n]
+                start += n
+            in_flight.clear()
+
         pairs = sum(len(c) for c in candidate_lists)
         for q, cands in tqdm(
             list(zip(queries, candidate_lists)), desc="reranking", unit="query", file=sys.stderr, disable=pairs <= 512
@@ -234,7 +251,18 @@ class RerankerSystem:
                 out.append(np.zeros(0, dtype=np.float32))
                 continue
             prefix, continuations = self.model.pair_parts(q.fullText, [c.fullText for c in cands])
-            out.append(self._score_query(prefix, continuations)[:, 0])
+            scores = self._score_query(prefix, continuations)
+            if isinstance(scores, np.ndarray):
+                out.append(scores[:, 0])
+                continue
+            # Read back a few queries later, not now: the host runs ahead, laying out and launching
+            # the next queries (the prefix's forward is launch-bound) while the device works.
+            out.append(scores)
+            in_flight.append(len(out) - 1)
+            if len(in_flight) >= RUN_AHEAD:
+                read_back()
+        if in_flight:
+            read_back()
         return out
 
     def _rerank_pairs(self, queries, candidate_lists) -> list[np.ndarray]:

@@ -60,3 +60,23 @@ def test_reranker_reuses_the_scores_of_pairs_it_has_seen(saved_reranker, prefix_
     assert np.allclose(second[1], fresh[0], rtol=1e-5, atol=1e-5)
     assert np.allclose(second[2], fresh[1], rtol=1e-5, atol=1e-5)
     assert all(s.dtype == np.float32 for s in second)
+
+
+@pytest.mark.slow
+def test_scores_read_back_a_few_queries_later_are_each_querys_own(saved_reranker, monkeypatch):
+    """On the fused path the scores stay on the device and come back a few queries later, in one
+    copy: each query still gets exactly the numbers it gets scored alone."""
+    from harness.neural.fast.fused_paths import score_fused_continuations
+    from plugins.sadiri_v2 import reranker
+    from tests.neural.test_reranker import _docs
+
+    monkeypatch.setattr(reranker, "RUN_AHEAD", 3)  # 7 queries: read back after 3, 6 and at the end
+    docs = _docs()
+    system = reranker.RerankerSystem(saved_reranker)
+    assert system.model.fused_decoder is not None  # the path that leaves its scores on the device
+    queries, lists = docs[:7], [docs[i + 1 : i + 2 + i % 3] for i in range(7)]
+    got = system.rerank(queries, lists)
+    for q, cands, scores in zip(queries, lists, got):
+        prefix, rest = system.model.pair_parts(q.fullText, [c.fullText for c in cands])
+        alone = score_fused_continuations(system.model.fused_decoder, system.model.finish, prefix, rest, system.device)
+        assert scores.dtype == np.float32 and scores.tolist() == alone[:, 0].tolist()

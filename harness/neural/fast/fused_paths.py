@@ -7,7 +7,7 @@ on the device until the end, so the host lays out the next group while the devic
 
 from __future__ import annotations
 
-from typing import Callable, Sequence, cast
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -92,6 +92,33 @@ def embed_fused(
 
 
 @torch.inference_mode()
+def score_fused_continuations_on_device(
+    decoder: FusedDecoder,
+    head: Callable[[torch.Tensor], torch.Tensor],
+    prefix: Sequence[int],
+    continuations: Sequence[Sequence[int]],
+    device: torch.device,
+    *,
+    max_tokens: int = 65536,
+) -> torch.Tensor:
+    """head(last state of prefix + c) per continuation, float32 [n, d] in input order, left on the
+    device: nothing here waits for it, so the host lays out the next query while this one runs.
+    The prefix runs once; its keys and values serve every pack. The budget counts continuation tokens."""
+    if not prefix or any(not c for c in continuations):
+        raise ValueError("prefix and every continuation need at least one token")
+    _, cache = decoder.forward(Packed.of([prefix], device), capture=True)
+    parts, order = [], []
+    for group in packs([len(c) for c in continuations], max_tokens):
+        packed = Packed.of([continuations[i] for i in group], device, offset=len(prefix))
+        last = last_token_packed(decoder.forward(packed, prefix=cache), packed, len(group))
+        parts.append(head(last).float())
+        order += group
+    scores = torch.cat(parts)
+    out = torch.empty_like(scores)
+    out[to_device(np.asarray(order, dtype=np.int64), scores.device)] = scores
+    return out
+
+
 def score_fused_continuations(
     decoder: FusedDecoder,
     head: Callable[[torch.Tensor], torch.Tensor],
@@ -101,15 +128,6 @@ def score_fused_continuations(
     *,
     max_tokens: int = 65536,
 ) -> np.ndarray:
-    """head(last state of prefix + c) per continuation: the prefix runs once, its keys and values
-    serve every pack of continuations. The budget counts continuation tokens."""
-    if not prefix or any(not c for c in continuations):
-        raise ValueError("prefix and every continuation need at least one token")
-    _, cache = decoder.forward(Packed.of([prefix], device), capture=True)
-    out: list[np.ndarray | None] = [None] * len(continuations)
-    for group in packs([len(c) for c in continuations], max_tokens):
-        packed = Packed.of([continuations[i] for i in group], device, offset=len(prefix))
-        last = last_token_packed(decoder.forward(packed, prefix=cache), packed, len(group))
-        for i, s in zip(group, head(last).float().cpu().numpy()):
-            out[i] = s
-    return np.stack(cast("list[np.ndarray]", out))  # the packs cover every index
+    """score_fused_continuations_on_device, read back to the host."""
+    scores = score_fused_continuations_on_device(decoder, head, prefix, continuations, device, max_tokens=max_tokens)
+    return scores.cpu().numpy()
