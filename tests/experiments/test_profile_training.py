@@ -7,22 +7,10 @@ import json
 
 import pytest
 
-from harness.cli import main
-from tests.conftest import ROOT
-
-SMOKE = ROOT / "experiments" / "smoke.toml"
+from tests.experiments.conftest import SMOKE
 
 
-@pytest.fixture
-def curated(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("AA_HARNESS_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("AA_HARNESS_RUNS_DIR", str(tmp_path / "runs"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert main(["reproduce", str(SMOKE), "--only", "curate.demo-train", "--no-progress"]) == 0
-    capsys.readouterr()
-
-
-def test_the_window_holds_the_steps_asked_for_after_the_skipped_ones(curated, tmp_path, capsys):
+def test_the_window_holds_the_steps_asked_for_after_the_skipped_ones(smoke_curated, tmp_path, capsys):
     from benchmarks.profile_training import main as profile_main
 
     out = tmp_path / "fig.json"
@@ -40,7 +28,7 @@ def test_the_window_holds_the_steps_asked_for_after_the_skipped_ones(curated, tm
     assert "1 steps profiled of 4" in capsys.readouterr().out
 
 
-def test_a_run_that_ends_before_the_window_is_one_line(curated, tmp_path):
+def test_a_run_that_ends_before_the_window_is_one_line(smoke_curated, tmp_path):
     from benchmarks.profile_training import profile_training
 
     with pytest.raises(

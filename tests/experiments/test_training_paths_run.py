@@ -7,20 +7,12 @@ import json
 
 import pytest
 
-from harness.cli import main
-from tests.conftest import ROOT
-
-SMOKE = ROOT / "experiments" / "smoke.toml"
+from tests.experiments.conftest import SMOKE
 
 
-def test_both_paths_run_from_a_train_step_with_the_same_recipe(tmp_path, monkeypatch, capsys):
+def test_both_paths_run_from_a_train_step_with_the_same_recipe(smoke_curated, tmp_path):
     from benchmarks.training_paths import compare, run_both
 
-    monkeypatch.setenv("AA_HARNESS_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("AA_HARNESS_RUNS_DIR", str(tmp_path / "runs"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert main(["reproduce", str(SMOKE), "--only", "curate.demo-train", "--no-progress"]) == 0
-    capsys.readouterr()
     hf, fast = run_both(str(SMOKE), "train.reranker", 2, tmp_path / "work")
     logs = [json.loads(p.read_text()) for p in (hf, fast)]
     assert [log["config"]["fast_training"] for log in logs] == [False, True]
