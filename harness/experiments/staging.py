@@ -75,11 +75,13 @@ def _store_entries(plan: Plan, names: list[str] | None, todo: Sequence[str]) -> 
     """The store entries the steps still to run read and that are made already: a curated set, a
     trained model (a reranker trained in an earlier allotment, say), so the machine there need
     not make them again (a curated set may need what it has not: spaCy for the names). Under
-    --only, those of the carried steps (_carried_steps) and the done steps named."""
+    --only, those of the carried steps (_carried_steps) and the done steps named, also where no step
+    left reads them (to profile or rerun them there)."""
     from harness.experiments.graph import dependencies
 
     exp = plan.exp
     made = {d for a in todo for d in dependencies(exp, exp.steps[a]) if d not in todo}
+    made |= {n for n in names or () if n in exp.steps and n not in todo}  # a done step named, read or not
     read = {d for a in _carried_steps(plan, names, todo) for d in dependencies(exp, exp.steps[a])}
     out: list[tuple[str, Path]] = []
     for address in sorted(made):

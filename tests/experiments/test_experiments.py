@@ -579,6 +579,12 @@ collections = ["demo"]
         assert main(argv[:2] + [str(out)] + argv[2:] + ["--only", *only]) == 0
         files = json.loads((out / "stage.json").read_text())["files"]
         assert any(f["path"].endswith("model/weights.bin") for f in files) is carried, only
+    # a done step named travels also where no step left to run reads it (the same training, alone)
+    alone = _write(tmp_path, exp_path.read_text().split("[run.s]")[0].replace('"carried"', '"alone"'), "alone.toml")
+    out = tmp_path / "alone-named"
+    assert main(argv[:2] + [str(out)] + ["--experiment", str(alone)] + argv[4:] + ["--only", "train.s"]) == 0
+    files = json.loads((out / "stage.json").read_text())["files"]
+    assert any(f["path"].endswith("model/weights.bin") for f in files)
 
 
 def test_the_dry_run_prices_what_is_done_as_measured_and_what_is_left_as_projected(tmp_path, capsys):
