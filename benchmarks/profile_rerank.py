@@ -20,6 +20,8 @@ import json
 import time
 from pathlib import Path
 
+from benchmarks.profiler_rows import busy_seconds, device_rows, host_rows
+
 
 def _workload(collection: str, first_stage: Path, queries: int, depth: int, data_dir: str | None):
     """(queries, candidate lists) as `aa-harness rerank` hands them to a reranker: the first stage's
@@ -76,14 +78,9 @@ def profile(system, queries, cand_lists, *, top: int = 15) -> dict:
         sync()
     events = prof.key_averages()
     attr = "self_device_time_total" if cuda else "self_cpu_time_total"
-    busy = sum(getattr(e, attr) for e in events if (e.device_type.name == "CUDA") == cuda) / 1e6
-    # the device's own kernels (an op's row repeats its kernels' time), and the host's ops by their own time
-    kernels = sorted((e for e in events if (e.device_type.name == "CUDA") == cuda), key=lambda e: -getattr(e, attr))
-    host = (
-        sorted((e for e in events if e.device_type.name != "CUDA"), key=lambda e: -e.self_cpu_time_total)
-        if cuda
-        else []
-    )
+    busy = busy_seconds(events, cuda)
+    kernels = device_rows(events, cuda)
+    host = host_rows(events) if cuda else []
     pairs = sum(len(c) for c in cand_lists)
     tokens = 0
     for q, cs in zip(queries, cand_lists):

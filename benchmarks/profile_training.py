@@ -22,6 +22,7 @@ import statistics
 import time
 from pathlib import Path
 
+from benchmarks.profiler_rows import busy_seconds, device_rows, host_rows
 from harness.foundation.atomic import atomic_write_text
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -45,9 +46,7 @@ class StepClock:
         return [self.ends[i + 1] - self.ends[i] for i in range(first, min(last, len(self.ends) - 1))]
 
 
-def _top(events, attr: str, device: bool, n: int, steps: int) -> list[dict]:
-    rows = [e for e in events if (e.device_type.name == "CUDA") == device and getattr(e, attr) > 0]
-    rows.sort(key=lambda e: -getattr(e, attr))
+def _top(rows, attr: str, n: int, steps: int) -> list[dict]:
     return [
         {
             "name": e.key[:90],
@@ -92,7 +91,7 @@ def profile_training(experiment: str, address: str, path: str, work: Path, skip:
     log = json.loads((out / "train_log.json").read_text())
     events = found["events"]
     attr = "self_device_time_total" if cuda else "self_cpu_time_total"
-    busy = sum(getattr(e, attr) for e in events if (e.device_type.name == "CUDA") == cuda) / 1e6 / steps
+    busy = busy_seconds(events, cuda) / steps
     profiled = clock.seconds(skip + 1, skip + 1 + steps)
     unprofiled = clock.seconds(skip // 2, skip) or clock.seconds(0, skip)
     wall = statistics.median(profiled)
@@ -113,8 +112,8 @@ def profile_training(experiment: str, address: str, path: str, work: Path, skip:
             "tokens_per_s_whole_run": epoch.get("tokens_per_second"),
             "device_busy_seconds_per_step": round(busy, 4),
             "device_busy_share": round(busy / wall, 3) if cuda else None,
-            "kernels": _top(events, attr, cuda, top, steps),
-            "host_ops": _top(events, "self_cpu_time_total", False, top, steps) if cuda else [],
+            "kernels": _top(device_rows(events, cuda), attr, top, steps),
+            "host_ops": _top(host_rows(events), "self_cpu_time_total", top, steps) if cuda else [],
         },
     }
 

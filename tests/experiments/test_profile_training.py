@@ -25,6 +25,10 @@ def test_the_window_holds_the_steps_asked_for_after_the_skipped_ones(smoke_curat
     assert r["optimizer_steps"] == 4 and r["steps_profiled"] == 1
     assert r["step_seconds_profiled_median"] > 0 and r["step_seconds_unprofiled_median"] > 0
     assert r["kernels"] and all(k["seconds_per_step"] > 0 for k in r["kernels"])
+    # the marked ranges (the profiler's and the optimizer's steps) span the work, never counted as it
+    names = [k["name"] for k in r["kernels"] + r["host_ops"]]
+    assert not any(n.startswith(("ProfilerStep", "Optimizer.step")) for n in names), names
+    assert r["device_busy_seconds_per_step"] <= r["step_seconds_profiled_median"]
     assert "1 steps profiled of 4" in capsys.readouterr().out
 
 
