@@ -151,6 +151,12 @@ def add_parser(sub) -> None:
         "compiled on CUDA above 2B parameters)",
     )
     p.add_argument(
+        "--no-graphs",
+        action="store_true",
+        help="retriever: launch the harness's layers one by one (default: as training runs them, "
+        "CUDA graphs of the padded pack where there is no checkpointing)",
+    )
+    p.add_argument(
         "--doc-tokens",
         type=int,
         default=512,
@@ -450,6 +456,7 @@ def cmd_train(args) -> int:
             compile=compile,
             doc_tokens=args.doc_tokens,
             fp8=args.fp8,
+            graphs=not args.no_graphs,
             log=_log,
         )
     else:

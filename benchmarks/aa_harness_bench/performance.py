@@ -278,7 +278,8 @@ def train_table(records: list[dict]) -> str:
                 path == "harness" and str(r.get("device", "")).startswith("cuda") and not r["args"].get("no_compile"),
             )
             name = "harness, FP8 base" if path == "fp8" else path
-            label = f"{name} ({f['batch']}{', ckpt' if f['checkpointing'] else ''}{', compiled' if compiled else ''})"
+            graphs = ", graphs" if f.get("graphs") else ""
+            label = f"{name} ({f['batch']}{', ckpt' if f['checkpointing'] else ''}{', compiled' if compiled else ''}{graphs})"
             peak = "—" if f.get("peak_memory_gib") is None else f"{f['peak_memory_gib']:.1f}"
             if "error" in f:
                 rows.append(

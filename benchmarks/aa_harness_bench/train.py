@@ -396,12 +396,15 @@ def bench_train_retriever(
     tau: float = 0.01,
     doc_tokens: int = 512,
     fp8: bool = False,
+    graphs: bool = True,
     log=print,
 ) -> dict:
     """rows: 2 x authors x (warmup + steps) documents or more; batch i is rows[2ai : 2a(i+1)].
     build: returns the bare decoder with random weights; called once a path, it must give the
     same weights each time (a seeded `archs.build_model`; checked). fp8: a third path over an FP8
-    frozen base (see the module docstring)."""
+    frozen base (see the module docstring). graphs: the harness's layers as CUDA graphs where
+    training runs them so (CUDA, no checkpointing)."""
+    from harness.neural.fast.graphed_train import TrainGraphs
     from harness.neural.fast.lora_train import LoraFusedDecoder, fast_decoder, retriever_loss, training_compile
 
     batch = 2 * authors
@@ -413,6 +416,7 @@ def bench_train_retriever(
     tokens = int(np.mean([sum(map(len, a)) + sum(map(len, b)) for a, b in batches]))
     seqs = [[(len(r), 0) for r in (*a, *b)] for a, b in batches]
     shapes, compiled = [], []
+    graphed = graphs and device.type == "cuda" and not checkpoint
 
     def setup(model):
         shapes.append(Shape.of(model))
@@ -445,7 +449,8 @@ def bench_train_retriever(
         else:
             compiled.append(training_compile(peft, compile))
             decoder = LoraFusedDecoder(peft, compile=compiled[-1], checkpoint=checkpoint)
-        loss = lambda ab: retriever_loss(decoder, finish, *ab, device, tau=tau)  # noqa: E731
+        g = TrainGraphs(decoder, device) if graphed else None
+        loss = lambda ab: retriever_loss(decoder, finish, *ab, device, tau=tau, graphs=g)  # noqa: E731
         return PathSteps(
             peft,
             list(layer.parameters()),
@@ -472,6 +477,7 @@ def bench_train_retriever(
             "checkpointing": checkpoint,
             "batch": "packed",
             "compiled": bool(compiled and compiled[-1]),
+            "graphs": graphed,
             "path": "fused + LoRA, varlen attention",
         },
         figures(checkpoint),
@@ -493,7 +499,7 @@ def bench_train_retriever(
             build,
             lambda model: harness(model, fp8=True),
             kept,
-            {k: ours[k] for k in ("checkpointing", "batch", "compiled", "path") if k in ours},
+            {k: ours[k] for k in ("checkpointing", "batch", "compiled", "graphs", "path") if k in ours},
             figures(checkpoint),
             fast_t,
             naive_t,

@@ -105,10 +105,16 @@ class RetrieverTrainingRun(Section):
     (harness.neural.fast.lora_train) instead of the Hugging Face forward: the same loss and
     gradients (tested in fp32; LoRA dropout draws its own masks). Where it cannot run (under
     torchrun, or a backbone outside the Llama/Mistral/Qwen2/Qwen3 families) the training says so
-    and takes the plain path; false always takes the plain path."""
+    and takes the plain path; false always takes the plain path.
+
+    cuda_graphs: on the fast step, run the layers' forward and backward as CUDA graphs, one per
+    padded pack shape (harness.neural.fast.graphed_train), where the step allows: CUDA and
+    grad_checkpointing false (a recomputation reads the RNG state, which a graph cannot); false
+    launches them one by one. The same function up to the products' kernel choice."""
 
     purpose: ClassVar[str] = "training run"
     fast_training: bool = True
+    cuda_graphs: bool = True
 
 
 @dataclass(frozen=True)

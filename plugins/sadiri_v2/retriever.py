@@ -217,7 +217,10 @@ def train(config: RetrieverConfig, documents, out_dir: Path, embed_batch=None) -
         from harness.api import default_embed_batch, fused_embed_batch
 
         embed_batch = fused_embed_batch(
-            checkpoint=config.grad_checkpointing, fallback=default_embed_batch, fp8=config.fp8
+            checkpoint=config.grad_checkpointing,
+            fallback=default_embed_batch,
+            fp8=config.fp8,
+            graphs=config.cuda_graphs,
         )
     return train_system(
         lambda: new_for_training(config, documents), config, documents, out_dir, save, embed_batch=embed_batch

@@ -20,9 +20,14 @@ def test_sections_split_the_flat_config_by_purpose():
         sections["recipe"]
     )
     assert {"encode_max_tokens", "fast_path", "search_index", "search_nprobe", "cache"} == set(sections["inference"])
-    assert {"grad_checkpointing", "checkpoint_every", "max_steps", "micro_batch", "fast_training"} == set(
-        sections["training run"]
-    )
+    assert {
+        "grad_checkpointing",
+        "checkpoint_every",
+        "max_steps",
+        "micro_batch",
+        "fast_training",
+        "cuda_graphs",
+    } == set(sections["training run"])
     assert sections["model"] == {"model": None} and sections["runtime"] == {"device": "auto"}
     merged = {k: v for part in sections.values() for k, v in part.items()}
     assert merged == config_dict(cfg)  # the recorded config keeps its flat shape
@@ -31,6 +36,7 @@ def test_sections_split_the_flat_config_by_purpose():
     assert (
         RerankerConfig().fast_training is True and RetrieverConfig().fast_training is True
     )  # the fused steps by default
+    assert RetrieverConfig().cuda_graphs is True  # graphed where the step allows
 
 
 def test_one_lora_spec_serves_both_sadiri_v2_systems():

@@ -42,6 +42,7 @@ from harness.neural.fast.fused_decoder import (
     compiled,
     product_weights,
 )
+from harness.neural.fast.graphed_train import TrainGraphs
 
 _ADAPTER = "default"
 
@@ -234,14 +235,19 @@ def embed_for_training(
     *,
     pooling: str = "mean",
     finish: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    graphs: TrainGraphs | None = None,
 ) -> torch.Tensor:
     """finish(pooled final states) per row, [len(rows), dim], differentiable: all rows in one pack.
 
-    pooling "mean" is the fp32 mean over each row's tokens; "last" its last token's state."""
+    pooling "mean" is the fp32 mean over each row's tokens; "last" its last token's state.
+    graphs: run the layers as CUDA graphs of padded packs where the step allows (graphed_train)."""
     from harness.neural.fast.fused_paths import last_token_packed, mean_pool_packed
 
-    packed = Packed.of(rows, device)
-    hidden = decoder.forward(packed.ids, packed.positions, Attend.of(packed))
+    if graphs is not None and TrainGraphs.usable(decoder, device):
+        packed, hidden = graphs.hidden(rows)
+    else:
+        packed = Packed.of(rows, device)
+        hidden = decoder.forward(packed.ids, packed.positions, Attend.of(packed))
     pooled = (last_token_packed if pooling == "last" else mean_pool_packed)(hidden, packed, len(rows))
     return finish(pooled) if finish is not None else pooled
 
@@ -255,12 +261,13 @@ def retriever_loss(
     *,
     tau: float,
     cosine: bool = False,
+    graphs: TrainGraphs | None = None,
 ) -> torch.Tensor:
     """The retriever's step loss (Eq. 2 over N authors x 2 documents): rows_a[i] and rows_b[i] are
     author i's two documents; both halves run as one pack. Call .backward() on it."""
     from harness.neural.losses import supcon_loss
 
-    emb = embed_for_training(decoder, [*rows_a, *rows_b], device, finish=finish)
+    emb = embed_for_training(decoder, [*rows_a, *rows_b], device, finish=finish, graphs=graphs)
     n = len(rows_a)
     return supcon_loss(emb[:n], emb[n:], tau, cosine=cosine)
 
@@ -304,7 +311,9 @@ def cannot_run(step: str, why: str, fp8: bool) -> str:
     return f"fast_training: {why}; drop --set fast_training=true"
 
 
-def fused_embed_batch(*, checkpoint: bool = False, compile: bool | None = None, fallback=None, fp8: bool = False):
+def fused_embed_batch(
+    *, checkpoint: bool = False, compile: bool | None = None, fallback=None, fp8: bool = False, graphs: bool = True
+):
     """An `embed_batch` hook for harness.neural.training: a LLM bi-encoder's training forward
     through a LoraFusedDecoder (its rows in one pack, LoRA inside the fused products), pooled
     and finished (projected) as the model does. One process only: the hook calls the model's
@@ -315,10 +324,13 @@ def fused_embed_batch(*, checkpoint: bool = False, compile: bool | None = None, 
     backbone the fused decoder does not support), said once in the log; without it, an error.
     fp8: quantize the frozen base at the first call and train over FP8 products
     (harness.neural.fast.fp8_linear); where the fused step cannot run that is an error whatever
-    the fallback, never a bf16 step in its place."""
+    the fallback, never a bf16 step in its place.
+    graphs: CUDA graphs of the layers, forward and backward, where the step allows (CUDA, no
+    checkpointing: graphed_train); false runs them eagerly."""
     from harness.errors import HarnessError
 
     decoders: dict[int, LoraFusedDecoder | None] = {}
+    graphed: dict[int, TrainGraphs] = {}
 
     def embed_batch(wrapped, model, features, device):
         ddp = isinstance(wrapped, torch.nn.parallel.DistributedDataParallel)
@@ -339,6 +351,10 @@ def fused_embed_batch(*, checkpoint: bool = False, compile: bool | None = None, 
         decoder = decoders[id(model)]
         if decoder is None:
             return fallback(wrapped, model, features, device)
-        return embed_for_training(decoder, features, device, pooling=model.pooling, finish=model.finish)
+        if graphs and id(model) not in graphed and device.type == "cuda" and not decoder.checkpoint:
+            graphed[id(model)] = TrainGraphs(decoder, device)
+        return embed_for_training(
+            decoder, features, device, pooling=model.pooling, finish=model.finish, graphs=graphed.get(id(model))
+        )
 
     return embed_batch
