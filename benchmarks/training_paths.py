@@ -95,15 +95,18 @@ def step_inputs(experiment: str, address: str):
     return registry, step, plan, data
 
 
-def run_both(experiment: str, address: str, max_steps: int, work: Path) -> tuple[Path, Path]:
-    """Train the experiment's step twice, plain then fast, each cut to `max_steps`; the two logs."""
+def run_both(
+    experiment: str, address: str, max_steps: int, work: Path, settings: dict | None = None
+) -> tuple[Path, Path]:
+    """Train the experiment's step twice, plain then fast, each cut to `max_steps` and with the same
+    `settings` over the step's own (how it runs: grad_checkpointing=false, say); the two logs."""
     from harness.runs.train_job import train_job
 
     registry, step, plan, data = step_inputs(experiment, address)
     logs = []
     for fast in (False, True):
         out = work / ("fast" if fast else "hf")
-        extra = {"fast_training": fast, "max_steps": max_steps, "checkpoint_every": 0}
+        extra = {**(settings or {}), "fast_training": fast, "max_steps": max_steps, "checkpoint_every": 0}
         train_job(registry, str(step.system), [data], out, plan.overrides(step, extra))
         logs.append(out / "train_log.json")
     return logs[0], logs[1]
@@ -118,11 +121,16 @@ def main(argv=None) -> int:
     ap.add_argument("--max-steps", type=int, default=150, help="optimizer steps of each run (default 150)")
     ap.add_argument("--work", type=Path, help="where the two trainings write (with --experiment)")
     ap.add_argument("--name", required=True, help="a label, e.g. reranker-qwen2.5-0.5b")
+    ap.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="with --experiment: a setting for both runs"
+    )
     args = ap.parse_args(argv)
     if args.experiment:
+        from harness.config import parse_set_args
+
         if not (args.step and args.work):
             ap.error("--experiment needs --step and --work")
-        hf_path, fast_path = run_both(args.experiment, args.step, args.max_steps, args.work)
+        hf_path, fast_path = run_both(args.experiment, args.step, args.max_steps, args.work, parse_set_args(args.set))
     elif args.hf and args.fast:
         hf_path, fast_path = Path(args.hf), Path(args.fast)
     else:
