@@ -420,7 +420,7 @@ def test_compiled_layers_match_and_compile_once_for_all_layers():
     assert counters["stats"]["unique_graphs"] <= 10, dict(counters["stats"])
 
 
-def test_training_compile_follows_the_request_else_compiles_big_models_on_cuda_only(monkeypatch):
+def test_training_compile_follows_the_request_else_compiles_big_or_graphed_models_on_cuda_only(monkeypatch):
     from harness.neural.fast import lora_train
 
     peft = _peft("tiny-qwen3")
@@ -428,3 +428,14 @@ def test_training_compile_follows_the_request_else_compiles_big_models_on_cuda_o
     assert lora_train.training_compile(peft, None) is False  # small, and on the CPU
     monkeypatch.setattr(lora_train, "COMPILE_ABOVE", 0)
     assert lora_train.training_compile(peft, None) is False  # big enough now, but not on CUDA
+    assert lora_train.training_compile(peft, None, graphed=True) is False  # nor graphed, on the CPU
+    # on CUDA (a stand-in model whose one parameter says so): small ones compile only when graphed
+    from types import SimpleNamespace
+
+    small = SimpleNamespace(parameters=lambda: iter([SimpleNamespace(device=torch.device("cuda"), numel=lambda: 10)]))
+    monkeypatch.setattr(lora_train, "COMPILE_ABOVE", 10**12)
+    assert lora_train.training_compile(small, None) is False
+    assert lora_train.training_compile(small, None, graphed=True) is True
+    assert lora_train.training_compile(small, False, graphed=True) is False  # the request wins
+    monkeypatch.setattr(lora_train, "COMPILE_ABOVE", 5)
+    assert lora_train.training_compile(small, None) is True

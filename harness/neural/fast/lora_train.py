@@ -275,24 +275,35 @@ def retriever_loss(
 COMPILE_ABOVE = 2e9  # parameters: the bench's compiled step won above it (8B) and lost below (0.6B, host-bound)
 
 
-def training_compile(model: torch.nn.Module, compile: bool | None) -> bool:
+def training_compile(model: torch.nn.Module, compile: bool | None, graphed: bool = False) -> bool:
     """Whether a fast training step compiles its elementwise work: as asked, else (None) on CUDA
-    for backbones above COMPILE_ABOVE parameters. On an H100 (torch 2.11) the compiled step ran
-    the Qwen3-8B shape at 53% of peak bf16; at the 0.6B shape, where the host's launches bound
-    the step, compiling cost 10% (benchmarks/results/train-retriever-*)."""
+    for a graphed step at any size, or for backbones above COMPILE_ABOVE parameters. Launched
+    one by one, compiled layers cost the small backbones more host time than they save: on an
+    H100 (torch 2.11) the compiled step ran the Qwen3-8B shape at 53% of peak bf16, but cost 10%
+    at the 0.6B shape. Replayed as CUDA graphs, the launches are gone and compiling wins at the
+    0.6B shape too: 92,026 tokens/s compiled against 64,248 eager on an H200
+    (benchmarks/results/train-retriever-*)."""
     if compile is not None:
         return compile
-    params = sum(p.numel() for p in model.parameters())
-    return next(model.parameters()).device.type == "cuda" and params > COMPILE_ABOVE
+    if next(model.parameters()).device.type != "cuda":
+        return False
+    return graphed or sum(p.numel() for p in model.parameters()) > COMPILE_ABOVE
 
 
 def fast_decoder(
-    backbone: torch.nn.Module, device: torch.device, *, checkpoint: bool, compile: bool | None, fp8: bool = False
+    backbone: torch.nn.Module,
+    device: torch.device,
+    *,
+    checkpoint: bool,
+    compile: bool | None,
+    fp8: bool = False,
+    graphed: bool = False,
 ) -> LoraFusedDecoder:
     """The hooks' LoraFusedDecoder over a PEFT `backbone`, its frozen base quantized first with fp8
     (on `device`, which must run FP8 products: else a one-line HarnessError). A ValueError where
-    the fused step cannot run (a backbone outside its families)."""
-    compile = training_compile(backbone, compile)  # counted before fp8 turns the base into non-parameters
+    the fused step cannot run (a backbone outside its families). graphed: its steps will replay
+    as CUDA graphs (which decides compiling, `training_compile`)."""
+    compile = training_compile(backbone, compile, graphed)  # counted before fp8 turns the base into non-parameters
     if fp8:
         from harness.neural.fast.fp8_linear import quantize_frozen_base, require_fp8
 
@@ -339,7 +350,12 @@ def fused_embed_batch(
             if why is None:
                 try:
                     decoders[id(model)] = fast_decoder(
-                        model.backbone, device, checkpoint=checkpoint, compile=compile, fp8=fp8
+                        model.backbone,
+                        device,
+                        checkpoint=checkpoint,
+                        compile=compile,
+                        fp8=fp8,
+                        graphed=graphs and device.type == "cuda" and not checkpoint,
                     )
                 except ValueError as e:
                     why = str(e)
