@@ -221,6 +221,10 @@ CLAIMS = [
         rr("q+p"),
         "+5.5, p ≤ 0.002",
     ),
+    *(
+        ("an FP8 frozen base against bf16 (1.5B, cosine)", c, f"{R15}-fp8", R15, "not said before")
+        for c in ("reddit-xsub", "blogs-xtopic", "pan19-en")
+    ),
 ]
 
 
