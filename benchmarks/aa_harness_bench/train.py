@@ -420,6 +420,7 @@ def bench_train_retriever(
     seqs = [[(len(r), 0) for r in (*a, *b)] for a, b in batches]
     shapes, compiled = [], []
     graphed = graphs and device.type == "cuda" and not checkpoint
+    graph_sets: list = []  # the harness paths' TrainGraphs (bf16, then FP8), for their captures
 
     def setup(model):
         shapes.append(Shape.of(model))
@@ -453,6 +454,7 @@ def bench_train_retriever(
             compiled.append(training_compile(peft, compile, graphed))
             decoder = LoraFusedDecoder(peft, compile=compiled[-1], checkpoint=checkpoint)
         g = TrainGraphs(decoder, device) if graphed else None
+        graph_sets.append(g)
         loss = lambda ab: retriever_loss(decoder, finish, *ab, device, tau=tau, graphs=g)  # noqa: E731
         return PathSteps(
             peft,
@@ -485,6 +487,15 @@ def bench_train_retriever(
         },
         figures(checkpoint),
     )
+    if graphed and graph_sets and graph_sets[0] is not None:
+        # graphed calls: the warm-up steps, then the timed ones (the first step runs in eval mode,
+        # eagerly); a capture among the timed steps times a capture (three warm-up runs and the
+        # capture), not a replay
+        g = graph_sets[0]
+        late = sum(1 for c in g.captured_at if c > warmup)
+        ours["graph_shapes"], ours["graph_captures_in_timed_steps"] = len(g.graphs), late
+        if late:
+            log(f"graphs: {late} of the {steps} timed steps captured a new pack shape; raise --warmup to time replays")
     if graphed and "error" not in ours:
         # the graphs' memory pools fill at capture (first step, warm-up) and replays allocate
         # nothing: the timed steps' peak would leave them out, so a graphed path reports what

@@ -95,6 +95,8 @@ class TrainGraphs:
         self.pool = None  # one memory pool for all the shapes: only one runs at a time
         self.grads: torch.Tensor | None = None
         self.full_said = False
+        self.calls = 0
+        self.captured_at: list[int] = []  # the calls (1-based) that captured a new shape
 
     @staticmethod
     def usable(decoder, device: torch.device) -> bool:
@@ -106,8 +108,10 @@ class TrainGraphs:
         packed = Packed.of(padded_rows(rows, layout), self.device)
         key = (len(rows), *layout.key, torch.is_autocast_enabled("cuda"))
         forward = self.graphs.get(key)
+        self.calls += 1
         if forward is None and len(self.graphs) < MAX_GRAPHS:
             forward = self.graphs[key] = self._capture(packed, layout.longest)
+            self.captured_at.append(self.calls)
         elif forward is None:
             if not self.full_said:
                 _log.info(f"{MAX_GRAPHS} pack shapes graphed already: new shapes run eagerly")
