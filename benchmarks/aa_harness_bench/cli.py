@@ -153,8 +153,9 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--no-graphs",
         action="store_true",
-        help="retriever: launch the harness's layers one by one (default: as training runs them, "
-        "CUDA graphs of the padded pack where there is no checkpointing)",
+        help="launch the harness's layers one by one (default: as training runs them, CUDA graphs "
+        "of the padded pack where there is no checkpointing; with graphs, --warmup must cover the "
+        "pack shapes, each captured when first met)",
     )
     p.add_argument(
         "--doc-tokens",
@@ -476,6 +477,7 @@ def cmd_train(args) -> int:
             checkpoint=checkpoint,
             compile=compile,
             fp8=args.fp8,
+            graphs=not args.no_graphs,
             log=_log,
         )
     _save(args, f"train-{args.model}", args.arch + ("-fp8" if args.fp8 else ""), device, figures)

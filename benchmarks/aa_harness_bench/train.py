@@ -559,17 +559,19 @@ def bench_train_reranker(
     compile: bool | None = None,
     tau: float = 1.0,
     fp8: bool = False,
+    graphs: bool = True,
     log=print,
 ) -> dict:
     """groups: (prefix, candidates) per query, at least 2; one query a step, as in the paper.
     build: as for `bench_train_retriever`, called once a path. fp8: a third path over an FP8
-    frozen base (see the module docstring)."""
+    frozen base (see the module docstring). graphs: as for `bench_train_retriever`."""
     from types import SimpleNamespace
 
     from harness.neural.fast.lora_train import training_compile
     from harness.neural.fast.prefix_train import shared_prefix_score_groups
 
     shapes, compiled = [], []
+    graphed = graphs and device.type == "cuda" and not checkpoint
 
     def setup(model):
         shapes.append(Shape.of(model))
@@ -598,10 +600,10 @@ def bench_train_reranker(
     def harness(model, fp8: bool = False):
         peft, layer, head, take = setup(model)
         if fp8:  # the hook quantizes the base at its first call, compiled or not as the bf16 path
-            score_groups = shared_prefix_score_groups(checkpoint=checkpoint, compile=compile, fp8=True)
+            score_groups = shared_prefix_score_groups(checkpoint=checkpoint, compile=compile, fp8=True, graphs=graphed)
         else:
-            compiled.append(training_compile(peft, compile))
-            score_groups = shared_prefix_score_groups(checkpoint=checkpoint, compile=compiled[-1])
+            compiled.append(training_compile(peft, compile, graphed))
+            score_groups = shared_prefix_score_groups(checkpoint=checkpoint, compile=compiled[-1], graphs=graphed)
         scorer = SimpleNamespace(backbone=peft, finish=head)
         loss = lambda gs: harness_reranker_loss(score_groups, scorer, gs, device, tau=tau)  # noqa: E731
         return PathSteps(
@@ -637,10 +639,13 @@ def bench_train_reranker(
             "checkpointing": checkpoint,
             "batch": "shared prefix, packed",
             "compiled": bool(compiled and compiled[-1]),
+            "graphs": graphed,
             "path": "fused + LoRA, varlen attention",
         },
         figures(shared_seqs, checkpoint, shared_tokens),
     )
+    if graphed and "error" not in ours:  # its pools filled at capture: see bench_train_retriever
+        ours["peak_memory_gib"] = fast_t.get("reserved_memory_gib") or ours["peak_memory_gib"]
     speedup = _speedup(naive_t, fast_t)
     _log_path(
         log,
@@ -666,7 +671,7 @@ def bench_train_reranker(
             build,
             lambda model: harness(model, fp8=True),
             kept,
-            {k: ours[k] for k in ("checkpointing", "batch", "compiled", "path") if k in ours},
+            {k: ours[k] for k in ("checkpointing", "batch", "compiled", "graphs", "path") if k in ours},
             figures(shared_seqs, checkpoint, shared_tokens),
             fast_t,
             naive_t,

@@ -211,13 +211,19 @@ class RerankerTrainingRun(Section):
     through the Hugging Face forward: the query's tokens (BOS query U+2980, as `pair_parts` splits
     the pair) run once and every candidate (candidate EOS) attends to their keys and values, in one
     packed forward through the fused LoRA layers; at 512 + 512 tokens and m = 12, 1.86x fewer
-    tokens. The same scores, loss and gradients (tested in fp32; LoRA dropout draws its own masks),
-    uncompiled. Where it cannot run (under torchrun, or a backbone outside the Llama/Mistral/Qwen2/
+    tokens. The same scores, loss and gradients (tested in fp32; LoRA dropout draws its own masks).
+    Where it cannot run (under torchrun, or a backbone outside the Llama/Mistral/Qwen2/
     Qwen3 families) the training says so and takes the plain path; false always takes the plain
-    path."""
+    path.
+
+    cuda_graphs: on the fast step, run the layers' forward and backward as CUDA graphs, one per
+    padded pack shape (harness.neural.fast.graphed_train), where the step allows: CUDA and
+    grad_checkpointing false; false launches them one by one. The same function up to the
+    products' kernel choice."""
 
     purpose: ClassVar[str] = "training run"
     fast_training: bool = True
+    cuda_graphs: bool = True
 
 
 @dataclass(frozen=True)

@@ -160,7 +160,7 @@ def train(
         from harness.api import shared_prefix_score_groups
 
         task.score_groups = shared_prefix_score_groups(
-            checkpoint=config.grad_checkpointing, fallback=task.score_pairs, fp8=config.fp8
+            checkpoint=config.grad_checkpointing, fallback=task.score_pairs, fp8=config.fp8, graphs=config.cuda_graphs
         )
     model = new_for_training(config)
     log(

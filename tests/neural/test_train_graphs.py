@@ -10,24 +10,53 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
 
-def test_pad_layout_pads_to_the_grain_in_pieces_the_attention_kernel_can_take():
-    from harness.neural.fast.graphed_train import LONGEST_GRAIN, pad_layout
+def _groups(rng, n):
+    return [
+        ([1] * rng.randint(1, 300), [[2] * rng.randint(1, 300) for _ in range(rng.randint(1, 6))]) for _ in range(n)
+    ]
+
+
+def test_a_padded_pack_keeps_its_tokens_first_and_pads_in_sequences_the_kernel_can_take():
+    """Packs of rows (keys their own tokens) and shared-prefix packs (keys gathered): the padded
+    pack is the pack, then pad sequences of 1..max_q tokens whose keys are pad tokens only; tokens
+    and gathered keys are multiples of the grain; the number of sequences depends on the rows'
+    count, the longest query and the grain only, so one graph serves every pack of that shape."""
+    from harness.neural.fast.graphed_train import LONGEST_GRAIN, HostPack, pad_pack
+    from harness.neural.fast.prefix_train import shared_prefix_pack
 
     rng = random.Random(0)
-    seen: dict[tuple, int] = {}
-    for _ in range(2000):
-        grain = rng.choice([64, 256, 1024, 4096])
-        lengths = [rng.randint(1, 600) for _ in range(rng.randint(1, 40))]
-        got = pad_layout(lengths, grain)
-        real = sum(lengths)
-        assert got.tokens % grain == 0 and got.tokens == real + sum(got.pads)
-        assert got.longest % LONGEST_GRAIN == 0 and max(lengths) <= got.longest < max(lengths) + LONGEST_GRAIN
-        assert all(1 <= p <= got.longest for p in got.pads), (lengths, got)
-        assert sum(got.pads) < grain + len(got.pads)  # never a grain of padding more than needed
-        # the number of pieces, so the cu_seqlens shape, depends on the longest row and the grain only
-        assert seen.setdefault((grain, got.longest), len(got.pads)) == len(got.pads)
+    sequences: dict[tuple, int] = {}
+    for i in range(1500):
+        grain = rng.choice([64, 256, 1024])
+        if i % 2:
+            pack = HostPack.of_rows([[3] * rng.randint(1, 600) for _ in range(rng.randint(1, 40))])
+        else:
+            pack = shared_prefix_pack(_groups(rng, rng.randint(1, 4)))[0]
+        got = pad_pack(pack, grain)
+        t, s = len(pack.ids), len(pack.cu_q) - 1
+        assert len(got.ids) % grain == 0 and len(got.positions) == len(got.ids)
+        assert (got.ids[:t] == pack.ids).all() and (got.positions[:t] == pack.positions).all()
+        assert (got.cu_q[: s + 1] == pack.cu_q).all() and (got.cu_k[: s + 1] == pack.cu_k).all()
+        assert got.cu_q[-1] == len(got.ids) and got.max_q % LONGEST_GRAIN == 0
+        assert pack.max_q <= got.max_q < pack.max_q + LONGEST_GRAIN and pack.max_k <= got.max_k
+        q_len, k_len = got.cu_q[1:] - got.cu_q[:-1], got.cu_k[1:] - got.cu_k[:-1]
+        assert (q_len >= 1).all() and (q_len <= got.max_q).all() and (k_len >= q_len).all()
+        assert (k_len <= got.max_k).all()
+        assert (got.ids[t:] == 0).all()
+        for j in range(s, len(q_len)):  # a pad sequence: positions from 0, its keys pad tokens
+            lo, hi = got.cu_q[j], got.cu_q[j + 1]
+            assert (got.positions[lo:hi] == range(hi - lo)).all()
+            if got.gather is not None:
+                assert (got.gather[got.cu_k[j] : got.cu_k[j + 1]] >= t).all()
+        if pack.gather is None:
+            assert got.gather is None and (got.cu_q == got.cu_k).all()
+        else:
+            assert len(got.gather) == got.cu_k[-1] and len(got.gather) % grain == 0
+            assert (got.gather[: len(pack.gather)] == pack.gather).all() and got.gather.max() < len(got.ids)
+        shape = (grain, s, pack.gather is None, got.max_q)
+        assert sequences.setdefault(shape, len(q_len)) == len(q_len)
     with pytest.raises(ValueError):
-        pad_layout([3, 0])
+        HostPack.of_rows([[3], []])
 
 
 def _peft(seed=0):
@@ -55,9 +84,9 @@ class EagerGraphs:
         graphs = graphed_train.TrainGraphs(decoder, torch.device("cpu"), grain=64)
         captured = []
 
-        def capture(packed, longest):
-            captured.append((packed.ids.numel(), longest))
-            return graphed_train._Forward(decoder, graphs.params, longest)
+        def capture(tensors, padded):
+            captured.append((len(padded.ids), padded.max_q))
+            return graphed_train._Forward(decoder, graphs.params, padded.max_q, padded.max_k)
 
         monkeypatch.setattr(graphs, "_capture", capture)
         monkeypatch.setattr(graphed_train.TrainGraphs, "usable", staticmethod(lambda d, dev: True))
@@ -69,7 +98,7 @@ def test_a_padded_pack_gives_the_real_rows_their_unpadded_loss_and_gradients(mon
     gradient, accumulated over two micro-batches of different shapes into the gradients the
     graphs own (a flat buffer, zeroed once a step). fp32 on the CPU: the products' rows are
     independent of the padding, so only summation order differs (bound 1e-5 relative)."""
-    from harness.neural.fast.graphed_train import pad_layout
+    from harness.neural.fast.graphed_train import HostPack, pad_pack
     from harness.neural.fast.lora_train import LoraFusedDecoder, retriever_loss
 
     cpu = torch.device("cpu")
@@ -95,9 +124,9 @@ def test_a_padded_pack_gives_the_real_rows_their_unpadded_loss_and_gradients(mon
     want_losses, want = step(None)
     graphs, captured = EagerGraphs(dec, monkeypatch)
     got_losses, got = step(graphs)
-    layouts = [pad_layout([len(r) for r in rows], 64) for rows in batches]
+    layouts = [pad_pack(HostPack.of_rows(rows), 64) for rows in batches]
     assert layouts[0].key != layouts[1].key
-    assert captured == [(lay.tokens, lay.longest) for lay in layouts]
+    assert captured == [(len(lay.ids), lay.max_q) for lay in layouts]
     assert got_losses == pytest.approx(want_losses, rel=1e-5)
     worst = max(((g - w).norm() / w.norm()).item() for g, w in zip(got, want))
     assert worst < 1e-5
@@ -111,3 +140,36 @@ def test_a_padded_pack_gives_the_real_rows_their_unpadded_loss_and_gradients(mon
     retriever_loss(dec, proj, rows[:4], rows[4:], cpu, tau=0.05, graphs=graphs)
     assert len(captured) == 2
     assert graphs.calls == 3 and graphs.captured_at == [1, 2]  # what the bench reads to tell a capture from a replay
+
+
+def test_a_padded_shared_prefix_pack_gives_the_candidates_their_unpadded_loss_and_gradients(monkeypatch):
+    """The reranker's shared-prefix step through the padded pack (its gather index padded too)
+    equals the unpadded step: loss and every LoRA gradient (fp32, CPU, the layers eager)."""
+    from harness.neural.fast.lora_train import LoraFusedDecoder
+    from harness.neural.fast.prefix_train import reranker_loss
+
+    cpu = torch.device("cpu")
+    peft = _peft(seed=1)
+    for m in peft.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+    head = torch.nn.Linear(64, 1, bias=False)
+    groups = [
+        (_rows(1, 20, 20, seed=2)[0], _rows(5, 2, 30, seed=3)),
+        (_rows(1, 7, 7, seed=4)[0], _rows(3, 1, 9, seed=5)),
+    ]
+    dec = LoraFusedDecoder(peft, compile=False)
+    params = [p for p in peft.parameters() if p.requires_grad]
+
+    def step(graphs):
+        peft.zero_grad(set_to_none=True)
+        loss = reranker_loss(dec, head, groups, cpu, graphs=graphs)
+        loss.backward()
+        return loss.item(), [p.grad.clone() for p in params]
+
+    want_loss, want = step(None)
+    graphs, captured = EagerGraphs(dec, monkeypatch)
+    got_loss, got = step(graphs)
+    assert len(captured) == 1
+    assert got_loss == pytest.approx(want_loss, rel=1e-5)
+    assert max(((g - w).norm() / w.norm()).item() for g, w in zip(got, want)) < 1e-5

@@ -90,3 +90,39 @@ def test_lora_dropout_draws_new_masks_at_each_replay():
                 retriever_loss(dec, proj, rows[:4], rows[4:], torch.device("cuda"), tau=0.05, graphs=graphs).item()
             )
     assert len(graphs.graphs) == 1 and len(set(losses)) == 3
+
+
+def test_the_graphed_shared_prefix_step_gives_the_eager_steps_losses_and_gradients():
+    """The reranker's step (keys gathered from the prefix), graphed against eager, over packs of
+    two shapes and one shape again."""
+    from aa_harness_bench.workload import random_rows
+    from harness.neural.fast.graphed_train import TrainGraphs
+    from harness.neural.fast.prefix_train import reranker_loss
+
+    peft, _, dec = _setup(0.0)
+    cuda = torch.device("cuda")
+    head = torch.nn.Linear(64, 1, bias=False).to(cuda)
+    packs = [
+        [(random_rows(1, lo, lo, 512, s)[0], random_rows(5, 2, hi, 512, s + 1)) for s in (seed, seed + 10)]
+        for seed, (lo, hi) in enumerate([(20, 30), (90, 200), (20, 30)])
+    ]
+    params = [p for p in peft.parameters() if p.requires_grad]
+
+    def steps(graphs):
+        out = []
+        for groups in packs:
+            peft.zero_grad(set_to_none=True)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = reranker_loss(dec, head, groups, cuda, graphs=graphs)
+            loss.backward()
+            out.append((loss.item(), [p.grad.clone() for p in params]))
+        return out
+
+    want = steps(None)
+    graphs = TrainGraphs(dec, cuda, grain=256)
+    got = steps(graphs)
+    assert len(graphs.graphs) == 2  # packs 0 and 2 share a shape
+    for (gl, gg), (wl, wg) in zip(got, want):
+        worst = max(((g - w).norm() / w.norm()).item() for g, w in zip(gg, wg))
+        print(f"loss {gl} vs {wl}; worst gradient rel. error {worst:.2e}")
+        assert gl == pytest.approx(wl, rel=1e-2) and worst < 5e-2

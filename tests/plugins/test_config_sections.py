@@ -32,11 +32,11 @@ def test_sections_split_the_flat_config_by_purpose():
     merged = {k: v for part in sections.values() for k, v in part.items()}
     assert merged == config_dict(cfg)  # the recorded config keeps its flat shape
     assert set(config_sections(RerankerConfig())["inference"]) == {"score_max_tokens", "prefix_reuse"}
-    assert {"micro_batch", "fast_training"} <= set(config_sections(RerankerConfig())["training run"])
+    assert {"micro_batch", "fast_training", "cuda_graphs"} <= set(config_sections(RerankerConfig())["training run"])
     assert (
         RerankerConfig().fast_training is True and RetrieverConfig().fast_training is True
     )  # the fused steps by default
-    assert RetrieverConfig().cuda_graphs is True  # graphed where the step allows
+    assert RetrieverConfig().cuda_graphs is True and RerankerConfig().cuda_graphs is True  # graphed where allowed
 
 
 def test_one_lora_spec_serves_both_sadiri_v2_systems():

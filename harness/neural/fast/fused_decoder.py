@@ -67,6 +67,22 @@ class Packed:
 
 
 @dataclass
+class Attend:
+    """How a layer's packed queries meet their keys: the cu_seqlens of queries and keys, the longest
+    of each, and (for shared prefixes) the index gathering each sequence's keys from the layer's."""
+
+    cu_q: torch.Tensor
+    cu_k: torch.Tensor
+    max_q: int
+    max_k: int
+    gather: torch.Tensor | None = None
+
+    @classmethod
+    def of(cls, packed: Packed) -> Attend:
+        return cls(packed.cu_seqlens, packed.cu_seqlens, packed.longest, packed.longest)
+
+
+@dataclass
 class Padded:
     """Rows padded on the right to the longest: ids and positions [n, W] on the device, lengths on the host."""
 

@@ -1,13 +1,18 @@
-"""CUDA graphs for the fused training forward and backward: one graph per pack shape.
+"""CUDA graphs for the fused training forward and backward: one graph per padded pack shape.
 
-At the small backbones (0.5B-1.5B) the fused step is bound by the host: a layer is a few dozen
+At the small backbones (0.5B-1.5B) the fused steps are bound by the host: a layer is a few dozen
 kernels of tens of microseconds, and launching them takes longer than running them (the
-Qwen3-0.6B step profiled at 0.13 s of kernels in 0.44 s of wall). A CUDA graph launches a whole
-forward, or a whole backward, at once. A graph is fixed in its shapes, so a pack is padded up to
-a grain of tokens (`pad_layout`): the padding is appended as short sequences of their own, which
-attention keeps apart from the real ones, and pooling reads only the real rows, so the real rows'
-outputs and gradients are the unpadded pack's up to kernel choice (the products' shapes change).
-One graph serves every pack with the same number of rows, padded length and longest row.
+reranker's real training step at 0.5B ran 0.30 s of kernels in a 0.71 s step). A CUDA graph
+launches a whole forward, or a whole backward, at once. A graph is fixed in its shapes, so a pack
+is padded up to a grain of tokens (`pad_pack`): the padding is appended as short sequences of
+their own, which attention keeps apart from the real ones (a pad query reads only pad keys, or
+none but zero gradients flow from it), and the callers read only the real tokens, which come
+first in the pack; so the real rows' outputs and gradients are the unpadded pack's up to kernel
+choice (the products' shapes change). One graph serves every pack of the same padded shape.
+
+Both fused steps run here: the retriever's pack of documents (each sequence's keys its own
+tokens) and the reranker's shared-prefix pack (each candidate's keys gathered from its prefix and
+itself, the gather index padded to a grain too).
 
 Graphs run where the step allows: CUDA, no checkpointing (recomputation reads the RNG state,
 which a capture forbids), training mode with autograd on; elsewhere the eager forward runs.
@@ -23,70 +28,129 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
 import torch
 
-from harness.neural.fast.fused_decoder import Packed
+from harness.neural.fast.fused_decoder import Attend, Packed, to_device
 
 GRAIN = 1024  # tokens: a pack pads up to a multiple of it (at most a grain of padding, ~10% at 16 authors)
-LONGEST_GRAIN = 128  # the longest row, rounded up: the attention kernel's block of queries
+LONGEST_GRAIN = 128  # the longest sequence, rounded up: the attention kernel's block of queries
 MAX_GRAPHS = 24  # pack shapes kept; beyond, new shapes run eagerly (each graph holds its buffers)
 
 _log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class PadLayout:
-    """How a pack of rows is padded for its graph: the padded total, the longest row the attention
-    kernel is sized for, and the lengths of the pad sequences appended (each 1..longest)."""
+def _round(n: int, grain: int) -> int:
+    return grain * math.ceil(n / grain)
 
-    tokens: int
-    longest: int
-    pads: tuple[int, ...]
+
+@dataclass(frozen=True)
+class HostPack:
+    """A pack laid out on the host as the fused decoder reads it: ids and positions [T]; the
+    cu_seqlens of the queries and of the keys [S + 1]; the index gathering each sequence's keys
+    from the layer's [cu_k[-1]], or None where every sequence's keys are its own tokens; the
+    longest query and key sequence (the attention kernel's bounds)."""
+
+    ids: np.ndarray
+    positions: np.ndarray
+    cu_q: np.ndarray
+    cu_k: np.ndarray
+    gather: np.ndarray | None
+    max_q: int
+    max_k: int
+
+    @classmethod
+    def of_rows(cls, rows: Sequence[Sequence[int]]) -> HostPack:
+        lengths = [len(r) for r in rows]
+        if not lengths or min(lengths) < 1:
+            raise ValueError("a pack needs rows of at least one token")
+        cu = np.zeros(len(rows) + 1, dtype=np.int32)
+        np.cumsum(lengths, out=cu[1:])
+        ids = np.fromiter((t for r in rows for t in r), dtype=np.int64, count=int(cu[-1]))
+        positions = np.concatenate([np.arange(n, dtype=np.int64) for n in lengths])
+        return cls(ids, positions, cu, cu, None, max(lengths), max(lengths))
 
     @property
-    def key(self) -> tuple[int, int, int]:
-        return self.tokens, self.longest, len(self.pads)
+    def key(self) -> tuple:
+        """What fixes a graph: every tensor's shape and the kernel's bounds."""
+        return (
+            len(self.ids),
+            len(self.cu_q),
+            None if self.gather is None else len(self.gather),
+            self.max_q,
+            self.max_k,
+        )
+
+    def tensors(self, device: torch.device) -> tuple[torch.Tensor, ...]:
+        """ids, positions, cu_q, cu_k (and the gather index where there is one) on the device."""
+        out = [to_device(a, device) for a in (self.ids, self.positions, self.cu_q, self.cu_k)]
+        if self.gather is not None:
+            out.append(to_device(self.gather, device))
+        return tuple(out)
 
 
-def pad_layout(lengths: Sequence[int], grain: int = GRAIN) -> PadLayout:
-    """The padded layout of rows of these lengths. The pad is split into a fixed number of pieces
-    (fixed by the longest row, so the cu_seqlens shape is the graph's), each at least one token
-    (no empty sequence reaches the kernel) and at most the longest row (the kernel's bound)."""
-    if not lengths or min(lengths) < 1:
-        raise ValueError("a pack needs rows of at least one token")
-    longest = LONGEST_GRAIN * math.ceil(max(lengths) / LONGEST_GRAIN)
+def pad_pack(pack: HostPack, grain: int = GRAIN) -> HostPack:
+    """The pack padded for its graph. Its tokens pad up to a multiple of `grain` with a fixed number
+    of pad sequences (fixed by the longest query, so the cu_seqlens shape is the graph's), each of
+    at least one token (no empty sequence reaches the kernel) and at most the longest query
+    rounded up (the kernel's bound), keys their own tokens. Where keys are gathered, one more pad
+    sequence of one token takes the keys that pad the gather index to a multiple of `grain` too
+    (its own key, repeated), so the kernel's key bound is at least the grain."""
+    longest = _round(pack.max_q, LONGEST_GRAIN)
     pieces = math.ceil(grain / longest) + 1
-    real = sum(lengths)
-    tokens = grain * math.ceil((real + pieces) / grain)
-    pad = tokens - real  # in [pieces, grain + pieces): each piece <= ceil(pad / pieces) <= longest
+    gathered = pack.gather is not None
+    real = len(pack.ids)
+    tokens = _round(real + pieces + gathered, grain)
+    pad = tokens - real - gathered  # in [pieces, grain + pieces): each piece <= ceil(pad / pieces) <= longest
     base, extra = divmod(pad, pieces)
-    return PadLayout(tokens, longest, tuple(base + (i < extra) for i in range(pieces)))
-
-
-def padded_rows(rows: Sequence[Sequence[int]], layout: PadLayout, pad_id: int = 0) -> list[Sequence[int]]:
-    """The rows with the layout's pad sequences appended (token pad_id)."""
-    return [*rows, *([pad_id] * n for n in layout.pads)]
+    lengths = [base + (i < extra) for i in range(pieces)]
+    ids = [pack.ids, np.zeros(tokens - real, dtype=np.int64)]
+    positions = [pack.positions, *(np.arange(n, dtype=np.int64) for n in lengths)]
+    q, k = [int(pack.cu_q[-1])], [int(pack.cu_k[-1])]
+    gather: list[np.ndarray] = [pack.gather] if pack.gather is not None else []
+    at = real
+    for n in lengths:
+        q.append(q[-1] + n)
+        k.append(k[-1] + n)
+        if gathered:
+            gather.append(np.arange(at, at + n, dtype=np.int64))
+        at += n
+    max_k = _round(pack.max_k, LONGEST_GRAIN) if not gathered else max(_round(pack.max_k, LONGEST_GRAIN), grain)
+    if gathered:
+        keys = _round(k[-1] + 1, grain) - k[-1]  # 1..grain: the last piece's own key and the padding keys
+        positions.append(np.zeros(1, dtype=np.int64))
+        gather.append(np.full(keys, at, dtype=np.int64))
+        q.append(q[-1] + 1)
+        k.append(k[-1] + keys)
+    return HostPack(
+        np.concatenate(ids),
+        np.concatenate(positions),
+        np.concatenate([pack.cu_q, np.asarray(q[1:], dtype=np.int32)]),
+        np.concatenate([pack.cu_k, np.asarray(k[1:], dtype=np.int32)]),
+        np.concatenate(gather) if gathered else None,
+        longest,
+        max(max_k, longest),
+    )
 
 
 class _Forward(torch.nn.Module):
     """The decoder's forward over one pack shape, as a module whose parameters are the LoRA
     tensors the decoder trains (shared, not copied), so the captured backward yields their grads."""
 
-    def __init__(self, decoder, params: list[torch.nn.Parameter], longest: int):
+    def __init__(self, decoder, params: list[torch.nn.Parameter], max_q: int, max_k: int):
         super().__init__()
-        self.decoder, self.longest = decoder, longest
+        self.decoder, self.max_q, self.max_k = decoder, max_q, max_k
         self.lora = torch.nn.ParameterList(params)
 
-    def forward(self, ids: torch.Tensor, positions: torch.Tensor, cu: torch.Tensor) -> torch.Tensor:
-        from harness.neural.fast.lora_train import Attend
-
-        return self.decoder.forward(ids, positions, Attend(cu, cu, self.longest, self.longest))
+    def forward(self, ids, positions, cu_q, cu_k, *gather) -> torch.Tensor:
+        attend = Attend(cu_q, cu_k, self.max_q, self.max_k, gather[0] if gather else None)
+        return self.decoder.forward(ids, positions, attend)
 
 
 class TrainGraphs:
-    """The graphed training forward of a LoraFusedDecoder: `hidden(rows)` -> (the padded Packed,
-    final hidden states [padded tokens, hidden]), differentiable to the LoRA tensors; the rows
-    come first in the pack, in order."""
+    """The graphed training forward of a LoraFusedDecoder: `run(pack)` -> final hidden states of
+    the padded pack [padded tokens, hidden], differentiable to the LoRA tensors, the pack's own
+    tokens first and in order; `hidden(rows)` for a pack of rows."""
 
     def __init__(self, decoder, device: torch.device, grain: int = GRAIN):
         self.decoder, self.device, self.grain = decoder, device, grain
@@ -104,29 +168,38 @@ class TrainGraphs:
         return device.type == "cuda" and not decoder.checkpoint and decoder.training and torch.is_grad_enabled()
 
     def hidden(self, rows: Sequence[Sequence[int]]) -> tuple[Packed, torch.Tensor]:
-        layout = pad_layout([len(r) for r in rows], self.grain)
-        packed = Packed.of(padded_rows(rows, layout), self.device)
-        key = (len(rows), *layout.key, torch.is_autocast_enabled("cuda"))
+        """(the padded pack of these rows, its final hidden states): the rows first, then the pad."""
+        padded = pad_pack(HostPack.of_rows(rows), self.grain)
+        hidden, tensors = self._run(padded)
+        lengths = np.diff(padded.cu_q).tolist()
+        return Packed(tensors[0], tensors[1], tensors[2], lengths, padded.max_q), hidden
+
+    def run(self, pack: HostPack) -> torch.Tensor:
+        return self._run(pad_pack(pack, self.grain))[0]
+
+    def _run(self, padded: HostPack) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
+        tensors = padded.tensors(self.device)
+        key = (*padded.key, torch.is_autocast_enabled("cuda"))
         forward = self.graphs.get(key)
         self.calls += 1
         if forward is None and len(self.graphs) < MAX_GRAPHS:
-            forward = self.graphs[key] = self._capture(packed, layout.longest)
+            forward = self.graphs[key] = self._capture(tensors, padded)
             self.captured_at.append(self.calls)
         elif forward is None:
             if not self.full_said:
                 _log.info(f"{MAX_GRAPHS} pack shapes graphed already: new shapes run eagerly")
                 self.full_said = True
-            forward = _Forward(self.decoder, self.params, layout.longest)
+            forward = _Forward(self.decoder, self.params, padded.max_q, padded.max_k)
         self._own_grads()
-        return packed, forward(packed.ids, packed.positions, packed.cu_seqlens)
+        return forward(*tensors), tensors
 
-    def _capture(self, packed: Packed, longest: int) -> torch.nn.Module:
+    def _capture(self, tensors: tuple[torch.Tensor, ...], padded: HostPack) -> torch.nn.Module:
         """Warm up and capture the forward and backward of this pack shape (under the caller's
         autocast, without its weight-cast cache, which a capture cannot hold)."""
-        module = _Forward(self.decoder, self.params, longest)
+        module = _Forward(self.decoder, self.params, padded.max_q, padded.max_k)
         if self.pool is None:
             self.pool = torch.cuda.graph_pool_handle()
-        args = (packed.ids.clone(), packed.positions.clone(), packed.cu_seqlens.clone())
+        args = tuple(t.clone() for t in tensors)
         if torch.is_autocast_enabled("cuda"):
             dtype = torch.get_autocast_dtype("cuda")
             with torch.autocast("cuda", dtype=dtype, cache_enabled=False):

@@ -26,7 +26,6 @@ input; LoRA's side products stay in the autocast dtype.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Callable, NamedTuple, Sequence
 
 import torch
@@ -34,6 +33,7 @@ import torch.nn.functional as F
 
 from harness.neural.fast import fp8_linear
 from harness.neural.fast.fused_decoder import (
+    Attend,
     FusedDecoder,
     Packed,
     _heads_rope,
@@ -108,22 +108,6 @@ def _swiglu(gu, delta, inter):
 
 def _add(x, y, delta):
     return x + _plus(y, delta)
-
-
-@dataclass
-class Attend:
-    """How a layer's packed queries meet their keys: the cu_seqlens of queries and keys, the longest
-    of each, and (for shared prefixes) the index gathering each sequence's keys from the layer's."""
-
-    cu_q: torch.Tensor
-    cu_k: torch.Tensor
-    max_q: int
-    max_k: int
-    gather: torch.Tensor | None = None
-
-    @classmethod
-    def of(cls, packed: Packed) -> Attend:
-        return cls(packed.cu_seqlens, packed.cu_seqlens, packed.longest, packed.longest)
 
 
 class LoraFusedDecoder:

@@ -27,15 +27,17 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from harness.neural.fast.fused_decoder import to_device
-from harness.neural.fast.lora_train import Attend, LoraFusedDecoder, cannot_run, fast_decoder
+from harness.neural.fast.fused_decoder import Attend, to_device
+from harness.neural.fast.graphed_train import HostPack, TrainGraphs
+from harness.neural.fast.lora_train import LoraFusedDecoder, cannot_run, fast_decoder
 
 _log = logging.getLogger(__name__)
 
 
-def shared_prefix_layout(groups: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]], device: torch.device):
-    """(ids [T], positions [T], Attend, index of each candidate's last token) for groups of
-    (prefix, candidates): each group's prefix, then its candidates, laid end to end."""
+def shared_prefix_pack(groups: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]]) -> tuple[HostPack, np.ndarray]:
+    """(the pack on the host, index of each candidate's last token) for groups of (prefix,
+    candidates): each group's prefix, then its candidates, laid end to end, each candidate's keys
+    gathered from its prefix and itself."""
     ids, pos, gather, cu_q, cu_k, last = [], [], [], [0], [0], []
     start = 0
     max_q = max_k = 0
@@ -61,19 +63,23 @@ def shared_prefix_layout(groups: Sequence[tuple[Sequence[int], Sequence[Sequence
             max_q, max_k = max(max_q, n), max(max_k, p + n)
             start += n
             last.append(start - 1)
-    attend = Attend(
-        to_device(np.asarray(cu_q, dtype=np.int32), device),
-        to_device(np.asarray(cu_k, dtype=np.int32), device),
+    pack = HostPack(
+        np.concatenate(ids),
+        np.concatenate(pos),
+        np.asarray(cu_q, dtype=np.int32),
+        np.asarray(cu_k, dtype=np.int32),
+        np.concatenate(gather),
         max_q,
         max_k,
-        to_device(np.concatenate(gather), device),
     )
-    return (
-        to_device(np.concatenate(ids), device),
-        to_device(np.concatenate(pos), device),
-        attend,
-        to_device(np.asarray(last, dtype=np.int64), device),
-    )
+    return pack, np.asarray(last, dtype=np.int64)
+
+
+def shared_prefix_layout(groups: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]], device: torch.device):
+    """(ids [T], positions [T], Attend, index of each candidate's last token) on the device."""
+    pack, last = shared_prefix_pack(groups)
+    ids, positions, cu_q, cu_k, gather = pack.tensors(device)
+    return ids, positions, Attend(cu_q, cu_k, pack.max_q, pack.max_k, gather), to_device(last, device)
 
 
 def shared_prefix_scores(
@@ -81,11 +87,17 @@ def shared_prefix_scores(
     head: Callable[[torch.Tensor], torch.Tensor],
     groups: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]],
     device: torch.device,
+    graphs: TrainGraphs | None = None,
 ) -> list[torch.Tensor]:
     """head(last state of prefix + candidate) for every candidate of every group, one tensor per
-    group, differentiable; all groups in one pack."""
-    ids, positions, attend, last = shared_prefix_layout(groups, device)
-    hidden = decoder.forward(ids, positions, attend)
+    group, differentiable; all groups in one pack. graphs: the layers as CUDA graphs of the padded
+    pack where the step allows (graphed_train)."""
+    if graphs is not None and TrainGraphs.usable(decoder, device):
+        pack, last_host = shared_prefix_pack(groups)
+        hidden, last = graphs.run(pack), to_device(last_host, device)
+    else:
+        ids, positions, attend, last = shared_prefix_layout(groups, device)
+        hidden = decoder.forward(ids, positions, attend)
     scores = head(hidden.index_select(0, last))
     if scores.dim() == 2:
         scores = scores[:, 0]
@@ -99,16 +111,17 @@ def reranker_loss(
     device: torch.device,
     *,
     tau: float = 1.0,
+    graphs: TrainGraphs | None = None,
 ) -> torch.Tensor:
     """Mean over groups of Eq. 2 over each group's candidates, the first being the positive
     (the paper: one query per step, tau 1). Call .backward() on it (divided for accumulation)."""
     from harness.neural.losses import candidates_loss
 
-    return candidates_loss(shared_prefix_scores(decoder, head, groups, device), tau) / len(groups)
+    return candidates_loss(shared_prefix_scores(decoder, head, groups, device, graphs), tau) / len(groups)
 
 
 def shared_prefix_score_groups(
-    *, checkpoint: bool = False, compile: bool | None = None, fallback=None, fp8: bool = False
+    *, checkpoint: bool = False, compile: bool | None = None, fallback=None, fp8: bool = False, graphs: bool = True
 ):
     """A `score_groups` hook for the reranker's training task (`QueryNegatives`, with
     `fast_training`): score_groups(wrapped, model, groups, device) -> one tensor of scores per
@@ -118,13 +131,16 @@ def shared_prefix_score_groups(
 
     One process only: the hook calls the model's layers directly, bypassing the DDP wrapper
     whose forward arms the gradient all-reduce. compile: as the retriever's fused step
-    (`lora_train.training_compile`; None: on CUDA above 2B parameters). fallback: the plain
+    (`lora_train.training_compile`; None: on CUDA when graphed, else above 2B parameters). fallback: the plain
     `score_groups` where the shared-prefix step cannot run (under DDP, or a backbone the fused
     decoder does not support), said once in the log; without it, an error. fp8: train over an FP8
-    frozen base, as `lora_train.fused_embed_batch(fp8=True)`; no fallback then."""
+    frozen base, as `lora_train.fused_embed_batch(fp8=True)`; no fallback then. graphs: CUDA
+    graphs of the layers, forward and backward, where the step allows (CUDA, no checkpointing:
+    graphed_train); false runs them eagerly."""
     from harness.errors import HarnessError
 
     decoders: dict[int, LoraFusedDecoder | None] = {}
+    graphed: dict[int, TrainGraphs] = {}
 
     def score_groups(wrapped, model, groups, device) -> list[torch.Tensor]:
         ddp = isinstance(wrapped, torch.nn.parallel.DistributedDataParallel)
@@ -134,8 +150,14 @@ def shared_prefix_score_groups(
             if why is None:
                 try:
                     decoders[id(model)] = fast_decoder(
-                        model.backbone, device, checkpoint=checkpoint, compile=compile, fp8=fp8
+                        model.backbone,
+                        device,
+                        checkpoint=checkpoint,
+                        compile=compile,
+                        fp8=fp8,
+                        graphed=graphs and device.type == "cuda" and not checkpoint,
                     )
+                    graphed.pop(id(model), None)
                 except ValueError as e:
                     why = str(e)
             if why is not None:
@@ -149,6 +171,8 @@ def shared_prefix_score_groups(
         decoder = decoders[id(model)]
         if decoder is None:
             return fallback(wrapped, model, groups, device)
-        return shared_prefix_scores(decoder, model.finish, groups, device)
+        if graphs and id(model) not in graphed and device.type == "cuda" and not decoder.checkpoint:
+            graphed[id(model)] = TrainGraphs(decoder, device)
+        return shared_prefix_scores(decoder, model.finish, groups, device, graphed.get(id(model)))
 
     return score_groups
