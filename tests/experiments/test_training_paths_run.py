@@ -13,9 +13,10 @@ from tests.experiments.conftest import SMOKE
 def test_both_paths_run_from_a_train_step_with_the_same_recipe(smoke_curated, tmp_path):
     from benchmarks.training_paths import compare, run_both
 
-    hf, fast = run_both(str(SMOKE), "train.reranker", 2, tmp_path / "work")
+    hf, fast = run_both(str(SMOKE), "train.reranker", 2, tmp_path / "work", {"cuda_graphs": "false"})
     logs = [json.loads(p.read_text()) for p in (hf, fast)]
     assert [log["config"]["fast_training"] for log in logs] == [False, True]
+    assert [log["config"]["cuda_graphs"] for log in logs] == [False, False]  # --set reaches both runs, typed
     assert [log["config"]["max_steps"] for log in logs] == [2, 2]
     assert [len([e for e in log["log"] if "loss" in e]) for log in logs] == [2, 2]
     record = compare(*logs, "smoke")
