@@ -449,11 +449,11 @@ def bench_train_retriever(
     def harness(model, fp8: bool = False):
         peft, layer, finish, take = setup(model)
         if fp8:
-            decoder = fast_decoder(peft, device, checkpoint=checkpoint, compile=compile, fp8=True, graphed=graphed)
+            decoder = fast_decoder(peft, device, checkpoint=checkpoint, compile=compile, fp8=True)
         else:
             compiled.append(training_compile(peft, compile, graphed))
             decoder = LoraFusedDecoder(peft, compile=compiled[-1], checkpoint=checkpoint)
-        g = TrainGraphs(decoder, device) if graphed else None
+        g = TrainGraphs(decoder, device) if graphed and not fp8 else None  # as training: FP8 is not graphed
         graph_sets.append(g)
         loss = lambda ab: retriever_loss(decoder, finish, *ab, device, tau=tau, graphs=g)  # noqa: E731
         return PathSteps(
@@ -518,7 +518,7 @@ def bench_train_retriever(
             build,
             lambda model: harness(model, fp8=True),
             kept,
-            {k: ours[k] for k in ("checkpointing", "batch", "compiled", "graphs", "path") if k in ours},
+            {k: ours[k] for k in ("checkpointing", "batch", "compiled", "path") if k in ours},
             figures(checkpoint),
             fast_t,
             naive_t,
@@ -600,7 +600,7 @@ def bench_train_reranker(
     def harness(model, fp8: bool = False):
         peft, layer, head, take = setup(model)
         if fp8:  # the hook quantizes the base at its first call, compiled or not as the bf16 path
-            score_groups = shared_prefix_score_groups(checkpoint=checkpoint, compile=compile, fp8=True, graphs=graphed)
+            score_groups = shared_prefix_score_groups(checkpoint=checkpoint, compile=compile, fp8=True)
         else:
             compiled.append(training_compile(peft, compile, graphed))
             score_groups = shared_prefix_score_groups(checkpoint=checkpoint, compile=compiled[-1], graphs=graphed)
@@ -671,7 +671,7 @@ def bench_train_reranker(
             build,
             lambda model: harness(model, fp8=True),
             kept,
-            {k: ours[k] for k in ("checkpointing", "batch", "compiled", "graphs", "path") if k in ours},
+            {k: ours[k] for k in ("checkpointing", "batch", "compiled", "path") if k in ours},
             figures(shared_seqs, checkpoint, shared_tokens),
             fast_t,
             naive_t,

@@ -108,9 +108,9 @@ class RetrieverTrainingRun(Section):
     and takes the plain path; false always takes the plain path.
 
     cuda_graphs: on the fast step, run the layers' forward and backward as CUDA graphs, one per
-    padded pack shape (harness.neural.fast.graphed_train), where the step allows: CUDA and
-    grad_checkpointing false (a recomputation reads the RNG state, which a graph cannot); false
-    launches them one by one. The same function up to the products' kernel choice."""
+    padded pack shape (harness.neural.fast.graphed_train), where the step allows: CUDA,
+    grad_checkpointing false (a recomputation reads the RNG state, which a graph cannot) and no
+    fp8 (not yet run under a capture); false launches them one by one. The same function up to the products' kernel choice."""
 
     purpose: ClassVar[str] = "training run"
     fast_training: bool = True
@@ -217,8 +217,8 @@ class RerankerTrainingRun(Section):
     path.
 
     cuda_graphs: on the fast step, run the layers' forward and backward as CUDA graphs, one per
-    padded pack shape (harness.neural.fast.graphed_train), where the step allows: CUDA and
-    grad_checkpointing false; false launches them one by one. The same function up to the
+    padded pack shape (harness.neural.fast.graphed_train), where the step allows: CUDA,
+    grad_checkpointing false and no fp8; false launches them one by one. The same function up to the
     products' kernel choice."""
 
     purpose: ClassVar[str] = "training run"

@@ -135,10 +135,11 @@ def shared_prefix_score_groups(
     `score_groups` where the shared-prefix step cannot run (under DDP, or a backbone the fused
     decoder does not support), said once in the log; without it, an error. fp8: train over an FP8
     frozen base, as `lora_train.fused_embed_batch(fp8=True)`; no fallback then. graphs: CUDA
-    graphs of the layers, forward and backward, where the step allows (CUDA, no checkpointing:
-    graphed_train); false runs them eagerly."""
+    graphs of the layers, forward and backward, where the step allows (CUDA, no checkpointing,
+    no FP8: graphed_train); false runs them eagerly."""
     from harness.errors import HarnessError
 
+    graphs = graphs and not fp8  # FP8 products have not run under a capture yet
     decoders: dict[int, LoraFusedDecoder | None] = {}
     graphed: dict[int, TrainGraphs] = {}
 
