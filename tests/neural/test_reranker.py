@@ -370,9 +370,9 @@ def test_reranker_fast_training_equals_the_plain_training(tiny_qwen3_dir, tmp_pa
 
     calls, real = [], prefix_train.shared_prefix_scores
 
-    def counted(decoder, head, groups, device):
+    def counted(decoder, head, groups, device, graphs=None):
         calls.append(len(groups))
-        return real(decoder, head, groups, device)
+        return real(decoder, head, groups, device, graphs)
 
     monkeypatch.setattr(prefix_train, "shared_prefix_scores", counted)
     runs = {}
