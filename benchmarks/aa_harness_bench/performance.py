@@ -379,6 +379,19 @@ def _loss_note(res: dict, path: str) -> str:
     return note
 
 
+def _run_path(config: dict, fast: bool) -> str:
+    """A training run's path as its config states it: checkpointing, FP8, and for the fast step
+    CUDA graphs where they ran (CUDA, no checkpointing, no FP8; records before `cuda_graphs` ran
+    none)."""
+    flags = ["ckpt"] if config.get("grad_checkpointing") else []
+    if config.get("fp8"):
+        flags.append("FP8 base")
+    elif fast and config.get("cuda_graphs") and not config.get("grad_checkpointing"):
+        flags.append("graphs")
+    name = "fast_training" if fast else "Hugging Face + PEFT"
+    return f"{name} ({', '.join(flags)})" if flags else name
+
+
 def training_paths_table(records: list[dict]) -> str:
     """fast_training against the Hugging Face path in the same short `aa-harness train` run."""
     rows = []
@@ -389,7 +402,7 @@ def training_paths_table(records: list[dict]) -> str:
             rows.append(
                 [
                     r["name"],
-                    "Hugging Face + PEFT" if path == "hf" else "fast_training",
+                    _run_path(r.get("config", {}), path == "fast"),
                     f"{f['seconds']:.1f}",
                     f"{f['tokens_per_s']:,.0f}",
                     f"{f['docs_per_s']:.1f}",

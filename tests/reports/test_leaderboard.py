@@ -106,6 +106,15 @@ def test_training_paths_benchmark_compares_two_logs_of_one_run(tmp_path):
     record = compare(log(False, 4.0, [2.5, 2.4]), log(True, 2.0, [2.5, 2.3]), "rr")
     assert record["results"]["speedup"] == 2.0 and record["results"]["max_abs_loss_gap"] == pytest.approx(0.1)
     assert "fast_training" in training_paths_table([record]) and "2.00" in training_paths_table([record])
+    # each row names its path as the run's config states it: checkpointing, FP8, graphs where they ran
+    graphed = compare(log(False, 4.0, [2.5]), log(True, 1.0, [2.5]), "g")
+    graphed["config"].update(grad_checkpointing=False, cuda_graphs=True)
+    table = training_paths_table([graphed])
+    assert "fast_training (graphs)" in table and "| Hugging Face + PEFT " in table
+    graphed["config"].update(grad_checkpointing=True)
+    assert "fast_training (ckpt)" in training_paths_table([graphed])
+    graphed["config"].update(grad_checkpointing=False, fp8=True)
+    assert "fast_training (FP8 base)" in training_paths_table([graphed])
     diverged = compare(log(False, 4.0, [2.5, float("nan"), 2.4]), log(True, 2.0, [2.5, 2.3, 2.2]), "rr")
     assert diverged["results"]["hf"]["first_nonfinite_step"] == 1 and diverged["results"]["steps_both_finite"] == 2
     assert diverged["results"]["max_abs_loss_gap"] == pytest.approx(0.2)  # the finite steps only
