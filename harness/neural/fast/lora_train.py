@@ -299,6 +299,16 @@ def fast_decoder(
     return LoraFusedDecoder(backbone, compile=compile, checkpoint=checkpoint)
 
 
+def fast_step(
+    backbone: torch.nn.Module, device: torch.device, *, checkpoint: bool, compile: bool | None, fp8: bool, graphs: bool
+) -> tuple[LoraFusedDecoder, TrainGraphs | None]:
+    """The hooks' decoder (`fast_decoder`) and, where its steps can replay as CUDA graphs (asked
+    for, CUDA, no checkpointing, no FP8: its products have not run under a capture), its graphs."""
+    graphed = graphs and not fp8 and device.type == "cuda" and not checkpoint
+    decoder = fast_decoder(backbone, device, checkpoint=checkpoint, compile=compile, fp8=fp8, graphed=graphed)
+    return decoder, TrainGraphs(decoder, device) if graphed else None
+
+
 def cannot_run(step: str, why: str, fp8: bool) -> str:
     """The one-line error where a fast step cannot run and nothing may stand in for it."""
     if fp8:
@@ -324,9 +334,8 @@ def fused_embed_batch(
     checkpointing, no FP8: graphed_train); false runs them eagerly."""
     from harness.errors import HarnessError
 
-    graphs = graphs and not fp8  # FP8 products have not run under a capture yet
     decoders: dict[int, LoraFusedDecoder | None] = {}
-    graphed: dict[int, TrainGraphs] = {}
+    graphed: dict[int, TrainGraphs | None] = {}
 
     def embed_batch(wrapped, model, features, device):
         ddp = isinstance(wrapped, torch.nn.parallel.DistributedDataParallel)
@@ -334,13 +343,8 @@ def fused_embed_batch(
             why = "it bypasses DDP's gradient sync" if ddp else None
             if why is None:
                 try:
-                    decoders[id(model)] = fast_decoder(
-                        model.backbone,
-                        device,
-                        checkpoint=checkpoint,
-                        compile=compile,
-                        fp8=fp8,
-                        graphed=graphs and device.type == "cuda" and not checkpoint,
+                    decoders[id(model)], graphed[id(model)] = fast_step(
+                        model.backbone, device, checkpoint=checkpoint, compile=compile, fp8=fp8, graphs=graphs
                     )
                 except ValueError as e:
                     why = str(e)
@@ -352,8 +356,6 @@ def fused_embed_batch(
         decoder = decoders[id(model)]
         if decoder is None:
             return fallback(wrapped, model, features, device)
-        if graphs and id(model) not in graphed and device.type == "cuda" and not decoder.checkpoint:
-            graphed[id(model)] = TrainGraphs(decoder, device)
         return embed_for_training(
             decoder, features, device, pooling=model.pooling, finish=model.finish, graphs=graphed.get(id(model))
         )

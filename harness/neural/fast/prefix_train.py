@@ -29,7 +29,7 @@ import torch
 
 from harness.neural.fast.fused_decoder import Attend, to_device
 from harness.neural.fast.graphed_train import HostPack, TrainGraphs
-from harness.neural.fast.lora_train import LoraFusedDecoder, cannot_run, fast_decoder
+from harness.neural.fast.lora_train import LoraFusedDecoder, cannot_run, fast_step
 
 _log = logging.getLogger(__name__)
 
@@ -139,9 +139,8 @@ def shared_prefix_score_groups(
     no FP8: graphed_train); false runs them eagerly."""
     from harness.errors import HarnessError
 
-    graphs = graphs and not fp8  # FP8 products have not run under a capture yet
     decoders: dict[int, LoraFusedDecoder | None] = {}
-    graphed: dict[int, TrainGraphs] = {}
+    graphed: dict[int, TrainGraphs | None] = {}
 
     def score_groups(wrapped, model, groups, device) -> list[torch.Tensor]:
         ddp = isinstance(wrapped, torch.nn.parallel.DistributedDataParallel)
@@ -150,15 +149,9 @@ def shared_prefix_score_groups(
             why = "the shared-prefix step bypasses DDP's gradient sync" if ddp else None
             if why is None:
                 try:
-                    decoders[id(model)] = fast_decoder(
-                        model.backbone,
-                        device,
-                        checkpoint=checkpoint,
-                        compile=compile,
-                        fp8=fp8,
-                        graphed=graphs and device.type == "cuda" and not checkpoint,
+                    decoders[id(model)], graphed[id(model)] = fast_step(
+                        model.backbone, device, checkpoint=checkpoint, compile=compile, fp8=fp8, graphs=graphs
                     )
-                    graphed.pop(id(model), None)
                 except ValueError as e:
                     why = str(e)
             if why is not None:
@@ -172,8 +165,6 @@ def shared_prefix_score_groups(
         decoder = decoders[id(model)]
         if decoder is None:
             return fallback(wrapped, model, groups, device)
-        if graphs and id(model) not in graphed and device.type == "cuda" and not decoder.checkpoint:
-            graphed[id(model)] = TrainGraphs(decoder, device)
         return shared_prefix_scores(decoder, model.finish, groups, device, graphed.get(id(model)))
 
     return score_groups
