@@ -8,6 +8,11 @@ data must be curated and its backbone found, as `aa-harness reproduce` needs the
     python -m benchmarks.training_paths --experiment experiments/table2-public.toml \
         --step train.reranker-q_p_r --max-steps 150 --work /tmp/paths --name reranker-qwen2.5-0.5b
 
+or run one path at a time (`--path hf`, `--path fast`; on two GPUs at once, say) into the same
+--work folder, then compare the two logs it holds:
+
+    python -m benchmarks.training_paths --work /tmp/paths --name reranker-qwen2.5-0.5b
+
 or compare two logs made elsewhere:
 
     python -m benchmarks.training_paths --hf HF.train_log.json --fast FAST.train_log.json --name reranker-qwen2.5-0.5b
@@ -95,21 +100,31 @@ def step_inputs(experiment: str, address: str):
     return registry, step, plan, data
 
 
-def run_both(
-    experiment: str, address: str, max_steps: int, work: Path, settings: dict | None = None
-) -> tuple[Path, Path]:
-    """Train the experiment's step twice, plain then fast, each cut to `max_steps` and with the same
-    `settings` over the step's own (how it runs: grad_checkpointing=false, say); the two logs."""
+PATHS = {"hf": False, "fast": True}
+
+
+def log_paths(work: Path) -> tuple[Path, Path]:
+    """Where run_paths writes the plain and the fast training's logs under `work`."""
+    return work / "hf" / "train_log.json", work / "fast" / "train_log.json"
+
+
+def run_paths(
+    experiment: str,
+    address: str,
+    max_steps: int,
+    work: Path,
+    settings: dict | None = None,
+    paths: tuple[str, ...] = ("hf", "fast"),
+) -> None:
+    """Train the experiment's step once per path named (plain `hf`, then `fast`) into `work`, each cut
+    to `max_steps` (0: the whole training) and with the same `settings` over the step's own (how it
+    runs: grad_checkpointing=false, say)."""
     from harness.runs.train_job import train_job
 
     registry, step, plan, data = step_inputs(experiment, address)
-    logs = []
-    for fast in (False, True):
-        out = work / ("fast" if fast else "hf")
-        extra = {**(settings or {}), "fast_training": fast, "max_steps": max_steps, "checkpoint_every": 0}
-        train_job(registry, str(step.system), [data], out, plan.overrides(step, extra))
-        logs.append(out / "train_log.json")
-    return logs[0], logs[1]
+    for path in paths:
+        extra = {**(settings or {}), "fast_training": PATHS[path], "max_steps": max_steps, "checkpoint_every": 0}
+        train_job(registry, str(step.system), [data], work / path, plan.overrides(step, extra))
 
 
 def main(argv=None) -> int:
@@ -118,8 +133,16 @@ def main(argv=None) -> int:
     ap.add_argument("--fast", help="training log of the same run with fast_training")
     ap.add_argument("--experiment", help="run both paths from this experiment file's --step")
     ap.add_argument("--step", help="the train step, e.g. train.reranker-q_p_r")
-    ap.add_argument("--max-steps", type=int, default=150, help="optimizer steps of each run (default 150)")
-    ap.add_argument("--work", type=Path, help="where the two trainings write (with --experiment)")
+    ap.add_argument(
+        "--max-steps", type=int, default=150, help="optimizer steps of each run (default 150; 0: the whole training)"
+    )
+    ap.add_argument(
+        "--path",
+        choices=("both", *PATHS),
+        default="both",
+        help="with --experiment: train both paths (default) or one; a single path writes no comparison",
+    )
+    ap.add_argument("--work", type=Path, help="where the trainings write (with --experiment), or where both logs are")
     ap.add_argument("--name", required=True, help="a label, e.g. reranker-qwen2.5-0.5b")
     ap.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="with --experiment: a setting for both runs"
@@ -130,11 +153,18 @@ def main(argv=None) -> int:
 
         if not (args.step and args.work):
             ap.error("--experiment needs --step and --work")
-        hf_path, fast_path = run_both(args.experiment, args.step, args.max_steps, args.work, parse_set_args(args.set))
+        paths = tuple(PATHS) if args.path == "both" else (args.path,)
+        run_paths(args.experiment, args.step, args.max_steps, args.work, parse_set_args(args.set), paths)
+        if args.path != "both":
+            print(f"{args.name}: the {args.path} path's log is in {args.work / args.path}")
+            return 0
+        hf_path, fast_path = log_paths(args.work)
     elif args.hf and args.fast:
         hf_path, fast_path = Path(args.hf), Path(args.fast)
+    elif args.work:
+        hf_path, fast_path = log_paths(args.work)
     else:
-        ap.error("give --hf and --fast, or --experiment with --step")
+        ap.error("give --hf and --fast, --work holding both logs, or --experiment with --step")
     record = compare(json.loads(hf_path.read_text()), json.loads(fast_path.read_text()), args.name)
     card = re.sub(r"[^a-z0-9]+", "-", record["device_name"].split(": ")[-1].lower()).strip("-")
     out = RESULTS / f"training-paths-{args.name}-{card}.json"
