@@ -480,6 +480,56 @@ def training_profile_table(records: list[dict]) -> str:
     )
 
 
+_FAMILIES = ("matrix products", "attention", "elementwise and norms", "copies and gathers", "optimizer", "other")
+
+
+def bench_profile_table(records: list[dict]) -> str:
+    """Where a bench workload's device time goes: its rate unprofiled, then the profiled window's
+    busy share and each kernel family's share of the busy time."""
+    rows = []
+    for r in sorted(records, key=lambda r: r["name"]):
+        fig, win, args = r["results"]["unprofiled"], r["results"]["window"], r["args"]
+        busy = win["device_busy_seconds"]
+        if r["name"].startswith("train"):
+            setting = ", ".join(
+                [f"{args['authors']} authors × 2 docs", "ckpt" if args.get("checkpointing") else "no ckpt"]
+                + (["compiled"] if args.get("compiled") else [])
+            )
+        else:
+            setting = f"{args['documents']:,} docs, {args['path']}"
+        share = fig.get("share_of_peak")
+        rows.append(
+            [
+                r["name"],
+                setting,
+                f"{fig['tokens_per_s']:,.0f}",
+                f"{fig['tflops']:.0f}" + (f" ({100 * share:.0f}%)" if share else ""),
+                "—" if win["device_busy_share"] is None else f"{100 * win['device_busy_share']:.0f}%",
+                f"{win['launches']:,}",
+                *(f"{100 * win['seconds_by_class'][f] / busy:.0f}%" if busy else "—" for f in _FAMILIES),
+                _source(r),
+            ]
+        )
+    return (
+        "The rate unprofiled, then one window under the profiler: the device's busy share of its wall time, the "
+        "host's launches, and each kernel family's share of the busy time.\n\n"
+        + markdown_table(
+            rows,
+            headers=[
+                "workload",
+                "setting",
+                "tokens/s",
+                f"TFLOP/s (share of {DENSE_BF16_PEAK_TFLOPS:.0f})",
+                "device busy",
+                "launches",
+                *_FAMILIES,
+                "device, commit, date",
+            ],
+            disable_numparse=True,
+        )
+    )
+
+
 def table_cost_table(records: list[dict]) -> str:
     """GPU-minutes of each experiment file: measured for what is done, projected for what is left."""
 
@@ -655,6 +705,11 @@ def performance_page(folder: Path) -> str:
             "training-profile",
             "Where a real training step spends its time (`benchmarks/profile_training.py`)",
             training_profile_table,
+        ),
+        (
+            "bench-profile",
+            "Where a bench workload's device time goes (`benchmarks/profile_bench.py`)",
+            bench_profile_table,
         ),
         (
             "table-cost",
