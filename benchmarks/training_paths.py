@@ -46,6 +46,7 @@ def _summary(log: dict) -> dict:
         "seconds": epoch["epoch_seconds"],
         "tokens_per_s": epoch["tokens_per_second"],
         "docs_per_s": epoch["docs_per_second"],
+        "peak_memory_gib": epoch.get("peak_memory_gib"),  # logs of CUDA runs since it was recorded
         "losses": losses,
         "first_nonfinite_step": next((i for i, x in enumerate(losses) if x is None), None),
     }

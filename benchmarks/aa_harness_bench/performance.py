@@ -407,6 +407,7 @@ def training_paths_table(records: list[dict]) -> str:
                     f"{f['tokens_per_s']:,.0f}",
                     f"{f['docs_per_s']:.1f}",
                     "1.00" if path == "hf" else f"{res['speedup']:.2f}",
+                    "—" if f.get("peak_memory_gib") is None else f"{f['peak_memory_gib']:.1f}",
                     _loss_note(res, path),
                     _source(r),
                 ]
@@ -420,6 +421,7 @@ def training_paths_table(records: list[dict]) -> str:
             "tokens/s",
             "documents (pairs)/s",
             "× HF",
+            "peak memory, GiB",
             "max per-step loss gap",
             "device, commit, date",
         ],

@@ -359,14 +359,16 @@ class _Run:
                     stop = True
                     break
         seconds = time.perf_counter() - t_epoch
-        progress["log"].append(
-            {
-                "epoch": epoch,
-                "epoch_seconds": round(seconds, 2),
-                "docs_per_second": round(docs / max(seconds, 1e-9), 1),
-                "tokens_per_second": round(tokens / max(seconds, 1e-9), 1),
-            }
-        )
+        entry = {
+            "epoch": epoch,
+            "epoch_seconds": round(seconds, 2),
+            "docs_per_second": round(docs / max(seconds, 1e-9), 1),
+            "tokens_per_second": round(tokens / max(seconds, 1e-9), 1),
+        }
+        if self.device.type == "cuda":
+            # what the allocator held at its peak, CUDA graphs' memory pools included
+            entry["peak_memory_gib"] = round(torch.cuda.max_memory_reserved(self.device) / 2**30, 2)
+        progress["log"].append(entry)
         return stop
 
     def _last_batch(self, n: int) -> int:
