@@ -5,15 +5,19 @@ them. Model loading, negative mining and staging are not in these figures; a tra
 is committed counts as done, though its weights may have to be made again for what is left.
 
     python -m benchmarks.table_cost experiments/table1-public.toml experiments/table2-public.toml \\
-        --runs-dir leaderboards/runs
+        --runs-dir leaderboards/runs [--collections reddit-xsub blogs-xtopic pan19-en]
 
-Writes benchmarks/results/table-cost-<experiment>.json.
+With --collections, the runs and reranks count on those collections only (a table's headline
+collections, say, where its steps also run on others); trainings count whole, since every
+collection's results need them. Writes benchmarks/results/table-cost-<experiment>.json, or
+table-cost-<experiment>-<collections joined by +>.json with --collections.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -54,7 +58,26 @@ def _measured(plan, step, projection, left: dict[str, list[int]]) -> float | Non
     return projection.measured(step, plan, skip=left)
 
 
-def table_cost(experiment: str, runs_dir: Path) -> dict:
+def _scoped(exp, collections: list[str] | None) -> dict:
+    """The experiment's GPU steps, the runs and reranks cut to `collections` (None: all); one line
+    for a collection no run or rerank names."""
+    steps = {a: s for a, s in exp.steps.items() if s.kind in ("train", "run", "rerank")}
+    if collections is None:
+        return steps
+    named = {c for s in steps.values() for c in s.collections}
+    unknown = [c for c in collections if c not in named]
+    if unknown:
+        raise SystemExit(
+            f"{exp.path}: --collections {', '.join(unknown)}: no run or rerank there names it "
+            f"(they name {', '.join(sorted(named))})"
+        )
+    return {
+        a: s if s.kind == "train" else replace(s, collections=tuple(c for c in s.collections if c in collections))
+        for a, s in steps.items()
+    }
+
+
+def table_cost(experiment: str, runs_dir: Path, collections: list[str] | None = None) -> dict:
     from harness.experiments.plan import Plan
     from harness.experiments.projection import Projection
     from harness.experiments.reproduce import load
@@ -66,9 +89,7 @@ def table_cost(experiment: str, runs_dir: Path) -> dict:
     plan = Plan(exp, registry, runs_dir.resolve())
     projection = Projection(exp)
     steps = []
-    for address, step in exp.steps.items():
-        if step.kind not in ("train", "run", "rerank"):
-            continue
+    for address, step in _scoped(exp, collections).items():
         left = _left(plan, step, projection)
         measured = _measured(plan, step, projection, left)
         seeds_left = None if step.kind == "train" else {c: len(seeds) for c, seeds in left.items()}
@@ -90,6 +111,7 @@ def table_cost(experiment: str, runs_dir: Path) -> dict:
         "benchmark": "table-cost",
         "name": exp.name,
         "experiment": Path(experiment).as_posix(),
+        "collections": collections,  # None: every collection the steps name
         "device_name": ", ".join(sorted({d for s in steps for d in s["devices"]})) or "—",
         "git_commit": git_commit(),
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -106,10 +128,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("experiments", nargs="+", help="experiment files")
     ap.add_argument("--runs-dir", type=Path, required=True, help="the results folder the steps write to")
+    ap.add_argument("--collections", nargs="+", metavar="NAME", help="count runs and reranks on these collections only")
     args = ap.parse_args(argv)
     for experiment in args.experiments:
-        record = table_cost(experiment, args.runs_dir)
-        out = RESULTS / f"table-cost-{record['name']}.json"
+        record = table_cost(experiment, args.runs_dir, args.collections)
+        scope = f"-{'+'.join(args.collections)}" if args.collections else ""
+        out = RESULTS / f"table-cost-{record['name']}{scope}.json"
         atomic_write_text(out, json.dumps(record, indent=1) + "\n")
         r = record["results"]
         print(

@@ -539,11 +539,12 @@ def table_cost_table(records: list[dict]) -> str:
         return sum(s[key] or 0 for s in r["results"]["steps"] if s["kind"] in kinds)
 
     rows = []
-    for r in sorted(records, key=lambda r: r["name"]):
+    for r in sorted(records, key=lambda r: (r["name"], r.get("collections") or [])):
         res = r["results"]
         rows.append(
             [
                 f"`{r['experiment']}`",
+                ", ".join(r.get("collections") or []) or "all",
                 f"{minutes(r, ('train',), 'measured'):.1f}",
                 f"{minutes(r, ('run', 'rerank'), 'measured'):.1f}",
                 f"{minutes(r, ('train',), 'projected'):.1f}",
@@ -556,6 +557,7 @@ def table_cost_table(records: list[dict]) -> str:
         rows,
         headers=[
             "experiment",
+            "runs and reranks on",
             "trainings, measured",
             "runs and reranks, measured",
             "trainings, projected",

@@ -74,3 +74,31 @@ def test_a_step_half_done_is_measured_and_projected_seed_by_seed(tmp_path):
     step = exp.steps[f"run.{name}"]
     on_reddit = projection.minutes(replace(step, collections=("reddit-xsub",)), plan)  # its four seeds
     assert abs((half["projected"] - whole["projected"]) - on_reddit / 2) <= 0.1  # two more seeds of four
+
+
+def test_collections_cut_runs_and_reranks_but_not_trainings(tmp_path):
+    """A table's cost on its headline collections: each run and rerank counts the results of the
+    collections named only, each training counts whole; a collection no step names is one line."""
+    import pytest
+
+    from aa_harness_bench.performance import table_cost_table
+    from benchmarks.table_cost import table_cost
+
+    path = ROOT / "experiments" / "table2-public.toml"
+    runs = ROOT / "leaderboards" / "runs"
+    every = {s["step"]: s for s in table_cost(str(path), runs)["results"]["steps"]}
+    headline = ["reddit-xsub", "blogs-xtopic", "pan19-en"]
+    record = table_cost(str(path), runs, headline)
+    cut = {s["step"]: s for s in record["results"]["steps"]}
+    assert set(cut) == set(every) and record["collections"] == headline
+    others = table_cost(str(path), runs, ["reddit-xsub-all", "blogs-xtopic-all"])["results"]["steps"]
+    for other in others:
+        a, whole = cut[other["step"]], every[other["step"]]
+        if whole["kind"] == "train":
+            assert a["measured"] == other["measured"] == whole["measured"]
+        elif whole["measured"] is not None:
+            # each part is rounded to 0.1 minute: the two parts sum to the whole within that rounding
+            assert abs((a["measured"] or 0) + (other["measured"] or 0) - whole["measured"]) <= 0.1 + 1e-9
+    assert "reddit-xsub, blogs-xtopic, pan19-en" in table_cost_table([record])
+    with pytest.raises(SystemExit, match=r"--collections pan18-en: no run or rerank there names it"):
+        table_cost(str(path), runs, ["pan19-en", "pan18-en"])
