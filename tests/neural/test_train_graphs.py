@@ -173,3 +173,17 @@ def test_a_padded_shared_prefix_pack_gives_the_candidates_their_unpadded_loss_an
     assert len(captured) == 1
     assert got_loss == pytest.approx(want_loss, rel=1e-5)
     assert max(((g - w).norm() / w.norm()).item() for g, w in zip(got, want)) < 1e-5
+
+
+def test_new_shapes_are_captured_only_below_the_shape_count_and_the_memory_share():
+    """Each graph keeps its own activations, so capturing stops at MAX_GRAPHS shapes or once the
+    allocator holds GRAPH_MEMORY_SHARE of the card, whichever comes first; the reason is one line."""
+    from harness.neural.fast.graphed_train import GRAPH_MEMORY_SHARE, MAX_GRAPHS, capture_refused
+
+    total = 80 * 2**30
+    below = int(GRAPH_MEMORY_SHARE * total) - 1
+    assert capture_refused(0, 0, total) is None
+    assert capture_refused(MAX_GRAPHS - 1, below, total) is None
+    assert capture_refused(MAX_GRAPHS, 0, total) == f"{MAX_GRAPHS} pack shapes graphed already"
+    refused = capture_refused(3, below + 1, total)
+    assert refused is not None and "of the card's 80.0" in refused and "50%" in refused

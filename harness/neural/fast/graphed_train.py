@@ -36,8 +36,26 @@ from harness.neural.fast.fused_decoder import Attend, Packed, to_device
 GRAIN = 1024  # tokens: a pack pads up to a multiple of it (at most a grain of padding, ~10% at 16 authors)
 LONGEST_GRAIN = 128  # the longest sequence, rounded up: the attention kernel's block of queries
 MAX_GRAPHS = 24  # pack shapes kept; beyond, new shapes run eagerly (each graph holds its buffers)
+# Each graph keeps its own activations for its backward, so the graphs' memory is the sum over the
+# shapes, not the largest: the 1.5B retriever without checkpointing held 111.6 GiB at its peak on
+# an H200 (63.3 GiB launched one by one). New shapes are captured only while the allocator holds
+# less than this share of the card; later ones run eagerly, in what is left.
+GRAPH_MEMORY_SHARE = 0.5
 
 _log = logging.getLogger(__name__)
+
+
+def capture_refused(shapes: int, reserved: int, total: int) -> str | None:
+    """Why a new pack shape may not be captured (None: it may): `shapes` graphs held already, the
+    allocator holding `reserved` of the card's `total` bytes."""
+    if shapes >= MAX_GRAPHS:
+        return f"{MAX_GRAPHS} pack shapes graphed already"
+    if reserved >= GRAPH_MEMORY_SHARE * total:
+        return (
+            f"the graphs' memory reached {reserved / 2**30:.1f} GiB of the card's {total / 2**30:.1f} "
+            f"(the share graphs may fill is {GRAPH_MEMORY_SHARE:.0%})"
+        )
+    return None
 
 
 def _round(n: int, grain: int) -> int:
@@ -182,16 +200,23 @@ class TrainGraphs:
         key = (*padded.key, torch.is_autocast_enabled("cuda"))
         forward = self.graphs.get(key)
         self.calls += 1
-        if forward is None and len(self.graphs) < MAX_GRAPHS:
+        refused = None if forward is not None else self._capture_refused()
+        if forward is None and refused is None:
             forward = self.graphs[key] = self._capture(tensors, padded)
             self.captured_at.append(self.calls)
         elif forward is None:
             if not self.full_said:
-                _log.info(f"{MAX_GRAPHS} pack shapes graphed already: new shapes run eagerly")
+                _log.info(f"{refused}: new pack shapes run eagerly")
                 self.full_said = True
             forward = _Forward(self.decoder, self.params, padded.max_q, padded.max_k)
         self._own_grads()
         return forward(*tensors), tensors
+
+    def _capture_refused(self) -> str | None:
+        if self.device.type != "cuda":  # the CPU tests' stand-in captures: no card to fill
+            return capture_refused(len(self.graphs), 0, 1)
+        total = torch.cuda.get_device_properties(self.device).total_memory
+        return capture_refused(len(self.graphs), torch.cuda.memory_reserved(self.device), total)
 
     def _capture(self, tensors: tuple[torch.Tensor, ...], padded: HostPack) -> torch.nn.Module:
         """Warm up and capture the forward and backward of this pack shape (under the caller's
