@@ -98,6 +98,8 @@ def table_cost(experiment: str, runs_dir: Path, collections: list[str] | None = 
             {
                 "step": address,
                 "kind": step.kind,
+                # what the step makes, by content: two files naming the same model or run share it
+                "makes": (plan.model_id(step) or address) if step.kind == "train" else f"runs/{plan.run_name(step)}",
                 "measured": measured,
                 "projected": projected,
                 "left": list(left),

@@ -535,24 +535,33 @@ def bench_profile_table(records: list[dict]) -> str:
 def table_cost_table(records: list[dict]) -> str:
     """GPU-minutes of each experiment file: measured for what is done, projected for what is left."""
 
-    def minutes(r: dict, kinds: tuple[str, ...], key: str) -> float:
-        return sum(s[key] or 0 for s in r["results"]["steps"] if s["kind"] in kinds)
+    def minutes(steps: list[dict], kinds: tuple[str, ...], key: str) -> float:
+        return sum(s[key] or 0 for s in steps if s["kind"] in kinds)
 
-    rows = []
-    for r in sorted(records, key=lambda r: (r["name"], r.get("collections") or [])):
-        res = r["results"]
-        rows.append(
-            [
-                f"`{r['experiment']}`",
-                ", ".join(r.get("collections") or []) or "all",
-                f"{minutes(r, ('train',), 'measured'):.1f}",
-                f"{minutes(r, ('run', 'rerank'), 'measured'):.1f}",
-                f"{minutes(r, ('train',), 'projected'):.1f}",
-                f"{minutes(r, ('run', 'rerank'), 'projected'):.1f}",
-                f"{res['measured_gpu_minutes'] + res['projected_gpu_minutes_left']:.0f}",
-                ", ".join(res["no_precedent"]) or "—",
-            ]
-        )
+    def row(label: str, scope: str, steps: list[dict], no_precedent: list[str]) -> list[str]:
+        return [
+            label,
+            scope,
+            f"{minutes(steps, ('train',), 'measured'):.1f}",
+            f"{minutes(steps, ('run', 'rerank'), 'measured'):.1f}",
+            f"{minutes(steps, ('train',), 'projected'):.1f}",
+            f"{minutes(steps, ('run', 'rerank'), 'projected'):.1f}",
+            f"{sum((s['measured'] or 0) + (s['projected'] or 0) for s in steps):.0f}",
+            ", ".join(no_precedent) or "—",
+        ]
+
+    rows, scopes = [], {}
+    for r in sorted(records, key=lambda r: (r.get("collections") or [], r["name"])):
+        scope = ", ".join(r.get("collections") or []) or "all"
+        rows.append(row(f"`{r['experiment']}`", scope, r["results"]["steps"], r["results"]["no_precedent"]))
+        scopes.setdefault(scope, []).append(r)
+    for scope, group in scopes.items():
+        if len(group) < 2 or not all("makes" in s for r in group for s in r["results"]["steps"]):
+            continue
+        # the files together: a step two files share (the same model or run, by content) counts once
+        once = {s["makes"]: s for r in group for s in r["results"]["steps"]}
+        left = sorted({a for r in group for a in r["results"]["no_precedent"]})
+        rows.append(row("together, each step once", scope, list(once.values()), left))
     return markdown_table(
         rows,
         headers=[

@@ -102,3 +102,24 @@ def test_collections_cut_runs_and_reranks_but_not_trainings(tmp_path):
     assert "reddit-xsub, blogs-xtopic, pan19-en" in table_cost_table([record])
     with pytest.raises(SystemExit, match=r"--collections pan18-en: no run or rerank there names it"):
         table_cost(str(path), runs, ["pan19-en", "pan18-en"])
+
+
+def test_two_tables_together_count_a_shared_step_once(tmp_path):
+    """Table 2 trains and runs Table 1's best retriever too (the same model and run, by content):
+    the page's row of the two files together counts those steps once."""
+    from aa_harness_bench.performance import table_cost_table
+    from benchmarks.table_cost import table_cost
+
+    runs = ROOT / "leaderboards" / "runs"
+    one, two = (table_cost(str(ROOT / "experiments" / f"table{k}-public.toml"), runs) for k in (1, 2))
+    made = [{s["makes"]: s for s in r["results"]["steps"]} for r in (one, two)]
+    shared = set(made[0]) & set(made[1])
+    assert any(m.startswith("runs/sadiri-v2-qwen2.5-1.5b") for m in shared) and len(shared) >= 2
+    expected = sum((s["measured"] or 0) + (s["projected"] or 0) for s in {**made[0], **made[1]}.values())
+    row = next(line for line in table_cost_table([one, two]).splitlines() if "together" in line)
+    assert row.split("|")[7].strip() == f"{expected:.0f}"
+    separate = sum(
+        r["results"]["measured_gpu_minutes"] + r["results"]["projected_gpu_minutes_left"] for r in (one, two)
+    )
+    shared_minutes = sum((made[0][m]["measured"] or 0) + (made[0][m]["projected"] or 0) for m in shared)
+    assert abs(separate - shared_minutes - expected) <= 0.1 * (len(made[0]) + len(made[1]))  # rounding of each step
