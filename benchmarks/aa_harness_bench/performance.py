@@ -382,12 +382,12 @@ def _loss_note(res: dict, path: str) -> str:
 def _run_path(config: dict, fast: bool) -> str:
     """A training run's path as its config states it: checkpointing, FP8, and for the fast step
     CUDA graphs where they ran (CUDA, no checkpointing, no FP8; records before `cuda_graphs` ran
-    none)."""
+    none), with the compiled layers that come with them."""
     flags = ["ckpt"] if config.get("grad_checkpointing") else []
     if config.get("fp8"):
         flags.append("FP8 base")
     elif fast and config.get("cuda_graphs") and not config.get("grad_checkpointing"):
-        flags.append("graphs")
+        flags += ["graphs", "compiled"]  # a graphed step compiles its elementwise work at any size
     name = "fast_training" if fast else "Hugging Face + PEFT"
     return f"{name} ({', '.join(flags)})" if flags else name
 

@@ -110,7 +110,7 @@ def test_training_paths_benchmark_compares_two_logs_of_one_run(tmp_path):
     graphed = compare(log(False, 4.0, [2.5]), log(True, 1.0, [2.5]), "g")
     graphed["config"].update(grad_checkpointing=False, cuda_graphs=True)
     table = training_paths_table([graphed])
-    assert "fast_training (graphs)" in table and "| Hugging Face + PEFT " in table
+    assert "fast_training (graphs, compiled)" in table and "| Hugging Face + PEFT " in table
     graphed["config"].update(grad_checkpointing=True)
     assert "fast_training (ckpt)" in training_paths_table([graphed])
     graphed["config"].update(grad_checkpointing=False, fp8=True)
