@@ -9,7 +9,7 @@ Prints and writes (benchmarks/results/bench-profile-<workload>-<arch>-<card>.jso
 wall seconds and work rate unprofiled; in the window, the device's busy seconds against the wall
 (the rest it waits for the host), the host's kernel launches, the busy seconds per kernel family
 (matrix products, attention, elementwise and norms, copies and gathers, optimizer, other) and the
-top kernels. The training step is the one `aa-harness bench train retriever` times (the fused
+top kernels; on a GPU, the allocator's peak. The training step is the one `aa-harness bench train retriever` times (the fused
 decoder with LoRA inside, packed, 16 authors x 2 documents, Adam), compiled and checkpointed as
 training decides unless told; its TFLOP/s count the work as run (`train_flops`).
 """
@@ -168,6 +168,8 @@ def main(argv=None) -> int:
         )
     events, wall = _window(run, device.type == "cuda")
     window = profile_figures(events, wall, device.type == "cuda", args.top)
+    if device.type == "cuda":  # what the allocator held at its peak, warm-up and compilation included
+        figures["peak_memory_gib"] = round(torch.cuda.max_memory_reserved(device) / 2**30, 2)
     name = f"{args.workload}-{args.arch}"
     out = write_result(
         "bench-profile",
