@@ -9,9 +9,10 @@ Prints and writes (benchmarks/results/bench-profile-<workload>-<arch>-<card>.jso
 wall seconds and work rate unprofiled; in the window, the device's busy seconds against the wall
 (the rest it waits for the host), the host's kernel launches, the busy seconds per kernel family
 (matrix products, attention, elementwise and norms, copies and gathers, optimizer, other) and the
-top kernels; on a GPU, the allocator's peak. The training step is the one `aa-harness bench train retriever` times (the fused
-decoder with LoRA inside, packed, 16 authors x 2 documents, Adam), compiled and checkpointed as
-training decides unless told; its TFLOP/s count the work as run (`train_flops`).
+top kernels; on a GPU, the allocator's peak. The training step is the one `aa-harness bench
+train retriever` times (the fused decoder with LoRA inside, packed, 16 authors x 2 documents,
+Adam), compiled and checkpointed as training decides unless told; its TFLOP/s count the work as
+run (`train_flops`).
 """
 
 from __future__ import annotations
