@@ -7,7 +7,9 @@ is committed counts as done, though its weights may have to be made again for wh
     python -m benchmarks.table_cost experiments/table1-public.toml experiments/table2-public.toml \\
         --runs-dir leaderboards/runs [--collections reddit-xsub blogs-xtopic pan19-en]
 
-With --collections, the runs and reranks count on those collections only (a table's headline
+With --timings, training logs (`*.train_log.json`) are read from more folders after the
+experiment's own, and win for a model both hold: a rerun's logs, kept beside its --runs-dir. With
+--collections, the runs and reranks count on those collections only (a table's headline
 collections, say, where its steps also run on others); trainings count whole, since every
 collection's results need them. Writes benchmarks/results/table-cost-<experiment>.json, or
 table-cost-<experiment>-<collections joined by +>.json with --collections.
@@ -77,7 +79,9 @@ def _scoped(exp, collections: list[str] | None) -> dict:
     }
 
 
-def table_cost(experiment: str, runs_dir: Path, collections: list[str] | None = None) -> dict:
+def table_cost(
+    experiment: str, runs_dir: Path, collections: list[str] | None = None, timings: list[Path] | None = None
+) -> dict:
     from harness.experiments.plan import Plan
     from harness.experiments.projection import Projection
     from harness.experiments.reproduce import load
@@ -87,7 +91,7 @@ def table_cost(experiment: str, runs_dir: Path, collections: list[str] | None = 
     registry = load_registry()
     exp = load(experiment, registry)
     plan = Plan(exp, registry, runs_dir.resolve())
-    projection = Projection(exp)
+    projection = Projection(exp, timings or ())
     steps = []
     for address, step in _scoped(exp, collections).items():
         left = _left(plan, step, projection)
@@ -114,6 +118,7 @@ def table_cost(experiment: str, runs_dir: Path, collections: list[str] | None = 
         "name": exp.name,
         "experiment": Path(experiment).as_posix(),
         "collections": collections,  # None: every collection the steps name
+        "timings": [Path(t).as_posix() for t in timings or []],  # read after the experiment's own
         "device_name": ", ".join(sorted({d for s in steps for d in s["devices"]})) or "—",
         "git_commit": git_commit(),
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -131,9 +136,16 @@ def main(argv=None) -> int:
     ap.add_argument("experiments", nargs="+", help="experiment files")
     ap.add_argument("--runs-dir", type=Path, required=True, help="the results folder the steps write to")
     ap.add_argument("--collections", nargs="+", metavar="NAME", help="count runs and reranks on these collections only")
+    ap.add_argument(
+        "--timings",
+        nargs="+",
+        type=Path,
+        metavar="DIR",
+        help="more folders of training logs, read after the experiment's own (a rerun's logs win)",
+    )
     args = ap.parse_args(argv)
     for experiment in args.experiments:
-        record = table_cost(experiment, args.runs_dir, args.collections)
+        record = table_cost(experiment, args.runs_dir, args.collections, args.timings)
         scope = f"-{'+'.join(args.collections)}" if args.collections else ""
         out = RESULTS / f"table-cost-{record['name']}{scope}.json"
         atomic_write_text(out, json.dumps(record, indent=1) + "\n")

@@ -18,12 +18,14 @@ def _backbone(config: dict[str, Any]) -> Any:
 
 
 class Projection:
-    def __init__(self, exp: Experiment):
+    def __init__(self, exp: Experiment, extra: Collection[Path] = ()):
+        """Reads the experiment's `timings` folders, then `extra` ones (whose logs win for a model
+        both hold: a rerun's)."""
         self.trainings: list[tuple[str, Any, float]] = []  # (system, backbone, GPU-seconds)
         self.by_model: dict[str, float] = {}  # model id -> GPU-seconds of its training
         self.device_of_model: dict[str, str] = {}  # model id -> the device its training log names
         self.results: list[tuple[str, Any, str, float]] = []  # (system, backbone, collection, wall seconds)
-        for folder in exp.timings:
+        for folder in [*exp.timings, *extra]:
             if folder.is_dir():
                 self._read(folder)
 

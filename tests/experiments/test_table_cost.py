@@ -123,3 +123,40 @@ def test_two_tables_together_count_a_shared_step_once(tmp_path):
     )
     shared_minutes = sum((made[0][m]["measured"] or 0) + (made[0][m]["projected"] or 0) for m in shared)
     assert abs(separate - shared_minutes - expected) <= 0.1 * (len(made[0]) + len(made[1]))  # rounding of each step
+
+
+def test_a_reruns_training_log_in_timings_wins_for_its_model(tmp_path):
+    """--timings: a training log read after the experiment's own folders (a rerun's, kept beside its
+    results) is the measured figure of the model it trained."""
+    import json
+
+    from benchmarks.table_cost import table_cost
+
+    path = ROOT / "experiments" / "table2-public.toml"
+    runs = ROOT / "leaderboards" / "runs"
+    before = {s["step"]: s for s in table_cost(str(path), runs)["results"]["steps"]}
+    step = "train.reranker-q_p_r"
+    rerun = next(
+        p
+        for p in (ROOT / "leaderboards" / "training").glob("reranker-*q_p_r*.train_log.json")
+        if before[step]["makes"] == _model_id(p)
+    )
+    log = json.loads(rerun.read_text())
+    for entry in log["log"]:
+        if "epoch_seconds" in entry:
+            entry["epoch_seconds"] = 344.08
+    (tmp_path / "rerun").mkdir()
+    (tmp_path / "rerun" / "reranker.train_log.json").write_text(json.dumps(log))
+    record = table_cost(str(path), runs, timings=[tmp_path / "rerun"])
+    after = {s["step"]: s for s in record["results"]["steps"]}
+    assert before[step]["measured"] != 5.7 and after[step]["measured"] == 5.7  # 344.08 s
+    assert all(after[a]["measured"] == before[a]["measured"] for a in before if a != step)
+    assert record["timings"] == [(tmp_path / "rerun").as_posix()]
+
+
+def _model_id(log_path) -> str:
+    import json
+
+    from harness.runs.model_cards import model_id
+
+    return model_id(json.loads(log_path.read_text())["card"])
