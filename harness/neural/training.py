@@ -67,6 +67,14 @@ class TrainingTask(Protocol):
     def size(self) -> int:
         """Training examples (authors, queries) in all."""
 
+    def describe(self, batch: list) -> str:
+        """What a batch holds, by name (authors, document ids), for a message about it."""
+
+
+def _names(names: list[str], most: int = 8) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
 
 def default_embed_batch(wrapped, model: TextEncoder, features: Sequence[Any], device: torch.device) -> torch.Tensor:
     """The plain forward: collate on the host, move, run the (DDP-wrapped) model."""
@@ -139,6 +147,9 @@ class ContrastivePairs:
             batches = random_batches(list(authors), recipe.authors_per_batch, seed)
         rng = random.Random(seed)
         return [[(a, *rng.sample(range(len(authors[a])), 2)) for a in batch] for batch in batches]
+
+    def describe(self, batch: list) -> str:
+        return f"authors {_names([str(a) for a, _, _ in batch])}"
 
     def _features(self, model, rows) -> list:
         """Features of the rows' first documents, then of their second documents."""
@@ -391,10 +402,11 @@ class _Run:
             # one step on a non-finite gradient makes every weight NaN, and a NaN model would be
             # saved and run as if it had trained: stop before it, with the checkpoint left as it was
             what = "loss" if not math.isfinite(loss) else "gradient"
+            held = [x for b in self.progress["plan"][i - len(pending) + 1 : i + 1] for x in b]  # the group's batches
             raise HarnessError(
                 f"training stopped at epoch {epoch}, batch {i + 1} (optimizer step {self.progress['steps_done'] + 1}): "
                 f"the {what} is not finite; no step was taken with it and no model was saved "
-                f"(the last checkpoint, if any, is in {self.ckpt})"
+                f"(the last checkpoint, if any, is in {self.ckpt}); the step's {self.task.describe(held)}"
             )
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)

@@ -104,6 +104,13 @@ class QueryNegatives:
             batches[-2] += batches.pop()
         return batches
 
+    def describe(self, batch: list) -> str:
+        """The batch's queries and their candidates, by document id."""
+        return "queries " + "; ".join(
+            f"{self.docs[q].documentID} (candidates {', '.join(self.docs[c].documentID for c in cands)})"
+            for q, *cands in batch
+        )
+
     def score_pairs(self, wrapped, model, groups, device) -> list[torch.Tensor]:
         """The plain `score_groups`: every pair as one row, prefix + candidate (the rows of
         `pair_features`), through `embed_batch`; one tensor of scores per group."""

@@ -464,8 +464,13 @@ def test_a_non_finite_step_stops_training_before_it_is_taken(
 
     monkeypatch.setattr(ContrastivePairs, "step", poisoned)
     cfg = _sadiri_config(tiny_bert_dir, authors_per_batch=4, checkpoint_every=1, max_steps=3)
-    with pytest.raises(HarnessError, match=f"epoch 0, batch 2 \\(optimizer step 2\\): the {poison} is not finite"):
+    with pytest.raises(
+        HarnessError, match=f"epoch 0, batch 2 \\(optimizer step 2\\): the {poison} is not finite"
+    ) as stopped:
         train(cfg, _train_docs(), tmp_path / "run")
     assert not (tmp_path / "run" / "model").exists() and not (tmp_path / "run" / "train_log.json").exists()
     progress = json.loads((tmp_path / "run" / "checkpoint" / "progress.json").read_text())
     assert progress["steps_done"] == 1 and progress["log"][0]["grad_norm"] > 0
+    # the line names what the step held, so the batch can be found again
+    authors = [row[0] for row in progress["plan"][1]]
+    assert str(stopped.value).endswith(f"the step's authors {', '.join(authors)}")

@@ -451,3 +451,14 @@ def test_rerank_reorders_a_first_stage_as_the_scores_say(tmp_path):
     assert res["config"]["first_stage"] == "bm25"
     again = rerank_job(reg, RerankJob(system="by-length", first_stage="bm25", **common), log=lambda *_: None)
     assert again[0].skipped
+
+
+def test_a_batch_is_described_by_its_queries_and_candidates_document_ids(tiny_qwen3_dir):
+    """What a stopped training names for its step: each query's document id and its candidates'."""
+    from plugins.sadiri_v2.reranker_training import QueryNegatives
+
+    task = QueryNegatives(_docs(), _config(tiny_qwen3_dir))
+    batch = task.examples(0, lambda *_: None)[:2]
+    text = task.describe(batch)
+    ids = [[task.docs[i].documentID for i in example] for example in batch]
+    assert text == "queries " + "; ".join(f"{q} (candidates {', '.join(cands)})" for q, *cands in ids)
