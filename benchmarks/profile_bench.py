@@ -40,14 +40,10 @@ def _window(run, cuda: bool) -> tuple[object, float]:
     return prof.key_averages(), wall
 
 
-def _timed(run, cuda: bool) -> float:
-    if cuda:
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    run()
-    if cuda:
-        torch.cuda.synchronize()
-    return time.perf_counter() - start
+def _timed(run, device) -> float:
+    from aa_harness_bench.timing import timed
+
+    return timed(run, device)[1]
 
 
 def _share(tflops: float, device) -> dict:
@@ -72,8 +68,7 @@ def profile_encode(model, device, *, docs: int, max_tokens: int, path: str, seed
     def run():
         embed_features(enc, rows, device, max_tokens=max_tokens, amp=False)
 
-    cuda = device.type == "cuda"
-    seconds = _timed(run, cuda)
+    seconds = _timed(run, device)
     tokens = sum(len(r) for r in rows)
     tflops = Shape.of(model).rows_flops(rows) / seconds / 1e12
     figures = {
@@ -112,10 +107,9 @@ def profile_train(model, device, *, authors: int, checkpoint: bool, compile: boo
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    cuda = device.type == "cuda"
     for _ in range(3):  # compile, warm up
         run()
-    seconds = float(np.median([_timed(run, cuda) for _ in range(3)]))
+    seconds = float(np.median([_timed(run, device) for _ in range(3)]))
     rows = batches[state["i"] % len(batches)]
     flops = train_flops(Shape.of(model), [(len(r), 0) for r in rows], recompute=checkpoint)
     tokens = sum(len(r) for r in rows)
