@@ -7,8 +7,9 @@ is committed counts as done, though its weights may have to be made again for wh
     python -m benchmarks.table_cost experiments/table1-public.toml experiments/table2-public.toml \\
         --runs-dir leaderboards/runs [--collections reddit-xsub blogs-xtopic pan19-en]
 
-With --timings, training logs (`*.train_log.json`) are read from more folders after the
-experiment's own, and win for a model both hold: a rerun's logs, kept beside its --runs-dir. With
+With --timings, training logs (`*.train_log.json`, or a store's `<id>/train_log.json`) are read
+from more folders after the experiment's own, and win for a model both hold: a rerun's, from the
+store it trained into (`<store>/models`). With
 --collections, the runs and reranks count on those collections only (a table's headline
 collections, say, where its steps also run on others); trainings count whole, since every
 collection's results need them. Writes benchmarks/results/table-cost-<experiment>.json, or

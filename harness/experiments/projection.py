@@ -30,7 +30,8 @@ class Projection:
                 self._read(folder)
 
     def _read(self, folder: Path) -> None:
-        for path in sorted(folder.rglob("*.train_log.json")):
+        # committed logs are named <model>.train_log.json; a store keeps <id>/train_log.json
+        for path in sorted({*folder.rglob("*.train_log.json"), *folder.rglob("train_log.json")}):
             try:
                 log = json.loads(path.read_text(encoding="utf-8"))
                 seconds = sum(float(e.get("epoch_seconds", 0)) for e in log.get("log", []) if isinstance(e, dict))

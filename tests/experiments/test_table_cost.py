@@ -145,8 +145,8 @@ def test_a_reruns_training_log_in_timings_wins_for_its_model(tmp_path):
     for entry in log["log"]:
         if "epoch_seconds" in entry:
             entry["epoch_seconds"] = 344.08
-    (tmp_path / "rerun").mkdir()
-    (tmp_path / "rerun" / "reranker.train_log.json").write_text(json.dumps(log))
+    (tmp_path / "rerun" / "some-model-id").mkdir(parents=True)  # as a store keeps it
+    (tmp_path / "rerun" / "some-model-id" / "train_log.json").write_text(json.dumps(log))
     record = table_cost(str(path), runs, timings=[tmp_path / "rerun"])
     after = {s["step"]: s for s in record["results"]["steps"]}
     assert before[step]["measured"] != 5.7 and after[step]["measured"] == 5.7  # 344.08 s
