@@ -47,6 +47,8 @@ def _summary(log: dict) -> dict:
         "tokens_per_s": epoch["tokens_per_second"],
         "docs_per_s": epoch["docs_per_second"],
         "peak_memory_gib": epoch.get("peak_memory_gib"),  # logs of CUDA runs since it was recorded
+        # without it, the process's peak: it can hold what an earlier training in the process left cached
+        "peak_memory_since": epoch.get("peak_memory_since", "process start"),
         "losses": losses,
         "first_nonfinite_step": next((i for i, x in enumerate(losses) if x is None), None),
     }

@@ -392,6 +392,15 @@ def _run_path(config: dict, fast: bool) -> str:
     return f"{name} ({', '.join(flags)})" if flags else name
 
 
+def _training_peak(f: dict) -> str:
+    """A training's peak memory; "≤" where it is the process's peak, which can hold what an earlier
+    training in the same process left cached."""
+    if f.get("peak_memory_gib") is None:
+        return "—"
+    bound = "" if f.get("peak_memory_since") == "training start" else "≤ "
+    return f"{bound}{f['peak_memory_gib']:.1f}"
+
+
 def training_paths_table(records: list[dict]) -> str:
     """fast_training against the Hugging Face path in the same short `aa-harness train` run."""
     rows = []
@@ -407,25 +416,29 @@ def training_paths_table(records: list[dict]) -> str:
                     f"{f['tokens_per_s']:,.0f}",
                     f"{f['docs_per_s']:.1f}",
                     "1.00" if path == "hf" else f"{res['speedup']:.2f}",
-                    "—" if f.get("peak_memory_gib") is None else f"{f['peak_memory_gib']:.1f}",
+                    _training_peak(f),
                     _loss_note(res, path),
                     _source(r),
                 ]
             )
-    return markdown_table(
-        rows,
-        headers=[
-            "training run",
-            "path",
-            "seconds",
-            "tokens/s",
-            "documents (pairs)/s",
-            "× HF",
-            "peak memory, GiB",
-            "max per-step loss gap",
-            "device, commit, date",
-        ],
-        disable_numparse=True,
+    return (
+        "Peak memory is the allocator's peak over the training, CUDA graphs' pools included; ≤ marks the "
+        "process's peak, which can hold what an earlier training in the same process left cached.\n\n"
+        + markdown_table(
+            rows,
+            headers=[
+                "training run",
+                "path",
+                "seconds",
+                "tokens/s",
+                "documents (pairs)/s",
+                "× HF",
+                "peak memory, GiB",
+                "max per-step loss gap",
+                "device, commit, date",
+            ],
+            disable_numparse=True,
+        )
     )
 
 

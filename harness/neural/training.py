@@ -234,6 +234,11 @@ def train_loop(
     device = pick_device(recipe.device)
     out_dir = Path(out_dir)
     wrapped = _ready_to_train(model, recipe, device, size, log)
+    if device.type == "cuda":
+        # the epochs' peak memory is this training's: what an earlier one in the process left
+        # cached (the allocator keeps it, and graph pools cannot reuse it) is freed first
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
     optimizer = torch.optim.Adam(model.trainable_parameters(), lr=recipe.lr)
     run = _Run(model, wrapped, task, recipe, optimizer, device, rank, size, out_dir / "checkpoint", log)
     n_trainable = sum(p.numel() for p in model.trainable_parameters())
@@ -379,6 +384,7 @@ class _Run:
         if self.device.type == "cuda":
             # what the allocator held at its peak, CUDA graphs' memory pools included
             entry["peak_memory_gib"] = round(torch.cuda.max_memory_reserved(self.device) / 2**30, 2)
+            entry["peak_memory_since"] = "training start"  # the cache freed and the peak reset there
         progress["log"].append(entry)
         return stop
 

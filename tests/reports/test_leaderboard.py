@@ -311,3 +311,13 @@ def test_the_training_page_names_each_logs_training_set_and_marks_one_made_befor
     assert trained_on(log, before) == "3733 authors of f8b69e03cbac (before decontamination)"
     assert trained_on(log, {}) == "3733 authors of f8b69e03cbac"
     assert trained_on({"examples": 92, "unit": "queries"}, before) == "92 queries"  # no card: nothing to say
+
+
+def test_a_training_peak_is_marked_as_a_bound_unless_its_log_counts_from_the_training_start():
+    """A log whose peak counts from its training's start shows it as is; an older one holds the
+    process's peak, which can include an earlier training's cache: shown as an upper bound."""
+    from aa_harness_bench.performance import _training_peak
+
+    assert _training_peak({"peak_memory_gib": 25.75, "peak_memory_since": "training start"}) == "25.8"
+    assert _training_peak({"peak_memory_gib": 111.59, "peak_memory_since": "process start"}) == "≤ 111.6"
+    assert _training_peak({"peak_memory_gib": None}) == "—"

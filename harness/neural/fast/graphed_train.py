@@ -37,9 +37,10 @@ GRAIN = 1024  # tokens: a pack pads up to a multiple of it (at most a grain of p
 LONGEST_GRAIN = 128  # the longest sequence, rounded up: the attention kernel's block of queries
 MAX_GRAPHS = 24  # pack shapes kept; beyond, new shapes run eagerly (each graph holds its buffers)
 # Each graph keeps its own activations for its backward, so the graphs' memory is the sum over the
-# shapes, not the largest: the 1.5B retriever without checkpointing held 111.6 GiB at its peak on
-# an H200 (63.3 GiB launched one by one). New shapes are captured only while the allocator holds
-# less than this share of the card; later ones run eagerly, in what is left.
+# shapes met, not the largest (the 1.5B retriever without checkpointing reached 111.6 GiB on an
+# H200, a figure that also holds what a plain training before it in the process left cached). New
+# shapes are captured only while the allocator holds less than this share of the card; later ones
+# run eagerly, in what is left.
 GRAPH_MEMORY_SHARE = 0.5
 
 _log = logging.getLogger(__name__)
