@@ -9,10 +9,9 @@ is committed counts as done, though its weights may have to be made again for wh
 
 With --timings, training logs (`*.train_log.json`, or a store's `<id>/train_log.json`) are read
 from more folders after the experiment's own, and win for a model both hold: a rerun's, from the
-store it trained into (`<store>/models`). With
---collections, the runs and reranks count on those collections only (a table's headline
-collections, say, where its steps also run on others); trainings count whole, since every
-collection's results need them. Writes benchmarks/results/table-cost-<experiment>.json, or
+store it trained into (`<store>/models`). With --collections, the runs and reranks count on those
+collections only (a table's headline collections, say, where its steps also run on others);
+trainings count whole, since every collection's results need them. Writes benchmarks/results/table-cost-<experiment>.json, or
 table-cost-<experiment>-<collections joined by +>.json with --collections.
 """
 
