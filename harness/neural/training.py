@@ -37,6 +37,7 @@ from harness.errors import HarnessError
 from harness.foundation import progress as progress_module
 from harness.foundation.atomic import atomic_write_text
 from harness.neural import distributed as D
+from harness.neural.attention_kernels import training_attention
 from harness.neural.checkpoint import load_checkpoint, save_checkpoint
 from harness.neural.device import autocast, device_label, pick_device
 from harness.neural.encoder import TextEncoder, embed_features
@@ -77,9 +78,11 @@ def _names(names: list[str], most: int = 8) -> str:
 
 
 def default_embed_batch(wrapped, model: TextEncoder, features: Sequence[Any], device: torch.device) -> torch.Tensor:
-    """The plain forward: collate on the host, move, run the (DDP-wrapped) model."""
+    """The plain forward: collate on the host, move, run the (DDP-wrapped) model, with the
+    attention kernels whose backward is sound (harness.neural.attention_kernels)."""
     tensors = {k: v.to(device) for k, v in model.collate(features).items()}
-    return wrapped(**tensors)
+    with training_attention():
+        return wrapped(**tensors)
 
 
 EmbedBatch = Callable[[Any, TextEncoder, Sequence[Any], torch.device], torch.Tensor]
