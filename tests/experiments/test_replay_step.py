@@ -26,20 +26,19 @@ def test_the_replay_is_the_step_the_training_took(smoke_curated, tmp_path, capsy
     assert "train.reranker step 3 (plain)" in capsys.readouterr().out
 
 
-def test_a_poisoned_query_is_named_with_its_backward(smoke_curated, tmp_path, monkeypatch):
+def _poison(monkeypatch, poisoned) -> None:
+    """Make the reranker's scores NaN in every step call where `poisoned(call, shard)` holds (calls
+    count from 1: the training's steps, then the replay's runs)."""
     import torch
 
-    from benchmarks.replay_step import replay_step
     from plugins.sadiri_v2.reranker_training import QueryNegatives
 
     step, score = QueryNegatives.step, QueryNegatives.score_pairs
-    seen = {"calls": 0, "target": None}
+    calls = [0]
 
     def poisoned_step(self, wrapped, model, shard, *rest):
-        seen["calls"] += 1
-        if seen["calls"] == 3:  # the replay's first run: the whole batch of step 3
-            seen["target"] = shard[-1][0]
-        self.poison = seen["target"] is not None and any(ex[0] == seen["target"] for ex in shard)
+        calls[0] += 1
+        self.poison = poisoned(calls[0], shard)
         return step(self, wrapped, model, shard, *rest)
 
     def poisoned_scores(self, *args):
@@ -48,6 +47,19 @@ def test_a_poisoned_query_is_named_with_its_backward(smoke_curated, tmp_path, mo
 
     monkeypatch.setattr(QueryNegatives, "step", poisoned_step)
     monkeypatch.setattr(QueryNegatives, "score_pairs", poisoned_scores)
+
+
+def test_a_poisoned_query_is_named_with_its_backward(smoke_curated, tmp_path, monkeypatch):
+    from benchmarks.replay_step import replay_step
+
+    target = []
+
+    def last_query_of_step_3(call, shard):
+        if call == 3:  # the replay's first run: the whole batch of step 3
+            target.append(shard[-1][0])
+        return bool(target) and any(ex[0] == target[0] for ex in shard)
+
+    _poison(monkeypatch, last_query_of_step_3)
     report = replay_step(str(SMOKE), "train.reranker", 3, tmp_path / "work")
     assert report["whole"]["loss"] == "nan" and report["whole"]["nonfinite_gradients"] > 0
     assert report["first_nonfinite_example"] == 1 and report["kernels_replay"] == "example 1"
@@ -59,25 +71,9 @@ def test_a_poisoned_query_is_named_with_its_backward(smoke_curated, tmp_path, mo
 
 
 def test_a_batch_not_finite_only_as_a_whole_is_replayed_whole(smoke_curated, tmp_path, monkeypatch):
-    import torch
-
     from benchmarks.replay_step import replay_step
-    from plugins.sadiri_v2.reranker_training import QueryNegatives
 
-    step, score = QueryNegatives.step, QueryNegatives.score_pairs
-    calls = [0]
-
-    def poisoned_step(self, wrapped, model, shard, *rest):
-        calls[0] += 1
-        self.poison = calls[0] >= 3 and len(shard) > 1  # from step 3, only with batch mates
-        return step(self, wrapped, model, shard, *rest)
-
-    def poisoned_scores(self, *args):
-        out = score(self, *args)
-        return [s * torch.tensor(float("nan")) for s in out] if self.poison else out
-
-    monkeypatch.setattr(QueryNegatives, "step", poisoned_step)
-    monkeypatch.setattr(QueryNegatives, "score_pairs", poisoned_scores)
+    _poison(monkeypatch, lambda call, shard: call >= 3 and len(shard) > 1)  # from step 3, only with batch mates
     report = replay_step(str(SMOKE), "train.reranker", 3, tmp_path / "work")
     assert report["first_nonfinite_example"] is None and report["kernels_replay"] == "the whole batch"
     assert all(e["nonfinite_gradients"] == 0 for e in report["examples"])
