@@ -11,7 +11,9 @@ With --timings, training logs (`*.train_log.json`, or a store's `<id>/train_log.
 from more folders after the experiment's own, and win for a model both hold: a rerun's, from the
 store it trained into (`<store>/models`). With --collections, the runs and reranks count on those
 collections only (a table's headline collections, say, where its steps also run on others);
-trainings count whole, since every collection's results need them. Writes benchmarks/results/table-cost-<experiment>.json, or
+trainings count whole, since every collection's results need them. With --label, the record is a
+rerun's (its runs folder and its store's logs, say): it gets its own file and its own row on the
+performance page, added up with no other file's steps. Writes benchmarks/results/table-cost-<experiment>.json, or
 table-cost-<experiment>-<collections joined by +>.json with --collections.
 """
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -80,7 +83,11 @@ def _scoped(exp, collections: list[str] | None) -> dict:
 
 
 def table_cost(
-    experiment: str, runs_dir: Path, collections: list[str] | None = None, timings: list[Path] | None = None
+    experiment: str,
+    runs_dir: Path,
+    collections: list[str] | None = None,
+    timings: list[Path] | None = None,
+    label: str | None = None,
 ) -> dict:
     from harness.experiments.plan import Plan
     from harness.experiments.projection import Projection
@@ -117,6 +124,8 @@ def table_cost(
         "benchmark": "table-cost",
         "name": exp.name,
         "experiment": Path(experiment).as_posix(),
+        "label": label,  # a rerun's name, beside the record's own figures: its own row on the page
+        "runs_dir": Path(runs_dir).as_posix(),
         "collections": collections,  # None: every collection the steps name
         "timings": [Path(t).as_posix() for t in timings or []],  # read after the experiment's own
         "device_name": ", ".join(sorted({d for s in steps for d in s["devices"]})) or "—",
@@ -131,6 +140,12 @@ def table_cost(
     }
 
 
+def _label(text: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.-]*", text):
+        raise argparse.ArgumentTypeError(f"{text!r}: letters, digits, '.' and '-' only (it names a file)")
+    return text
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("experiments", nargs="+", help="experiment files")
@@ -143,11 +158,17 @@ def main(argv=None) -> int:
         metavar="DIR",
         help="more folders of training logs, read after the experiment's own (a rerun's logs win)",
     )
+    ap.add_argument(
+        "--label",
+        type=_label,
+        help="a rerun's name (letters, digits, '.', '-'), e.g. rerun-h200-x4: its own row on the page and its "
+        "own file, table-cost-<experiment>[-<collections>]-<label>.json",
+    )
     args = ap.parse_args(argv)
     for experiment in args.experiments:
-        record = table_cost(experiment, args.runs_dir, args.collections, args.timings)
+        record = table_cost(experiment, args.runs_dir, args.collections, args.timings, args.label)
         scope = f"-{'+'.join(args.collections)}" if args.collections else ""
-        out = RESULTS / f"table-cost-{record['name']}{scope}.json"
+        out = RESULTS / f"table-cost-{record['name']}{scope}{f'-{args.label}' if args.label else ''}.json"
         atomic_write_text(out, json.dumps(record, indent=1) + "\n")
         r = record["results"]
         print(

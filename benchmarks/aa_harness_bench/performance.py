@@ -564,17 +564,18 @@ def table_cost_table(records: list[dict]) -> str:
         ]
 
     rows, scopes = [], {}
-    for r in sorted(records, key=lambda r: (r.get("collections") or [], r["name"])):
+    for r in sorted(records, key=lambda r: (r.get("label") or "", r.get("collections") or [], r["name"])):
         scope = ", ".join(r.get("collections") or []) or "all"
-        rows.append(row(f"`{r['experiment']}`", scope, r["results"]["steps"], r["results"]["no_precedent"]))
-        scopes.setdefault(scope, []).append(r)
-    for scope, group in scopes.items():
+        label = f"`{r['experiment']}`" + (f", {r['label']}" if r.get("label") else "")
+        rows.append(row(label, scope, r["results"]["steps"], r["results"]["no_precedent"]))
+        scopes.setdefault((scope, r.get("label")), []).append(r)  # a rerun is added up with itself only
+    for (scope, rerun), group in scopes.items():
         if len(group) < 2 or not all("makes" in s for r in group for s in r["results"]["steps"]):
             continue
         # the files together: a step two files share (the same model or run, by content) counts once
         once = {s["makes"]: s for r in group for s in r["results"]["steps"]}
         left = sorted({a for r in group for a in r["results"]["no_precedent"]})
-        rows.append(row("together, each step once", scope, list(once.values()), left))
+        rows.append(row("together, each step once" + (f", {rerun}" if rerun else ""), scope, list(once.values()), left))
     return markdown_table(
         rows,
         headers=[

@@ -160,3 +160,31 @@ def _model_id(log_path) -> str:
     from harness.runs.model_cards import model_id
 
     return model_id(json.loads(log_path.read_text())["card"])
+
+
+def test_a_labelled_rerun_gets_its_own_file_and_row_and_is_added_up_alone(tmp_path, monkeypatch):
+    """--label: a rerun's record (its own runs folder) is written beside the record's own, not over
+    it, and the page shows it as its own row, never summed with the other files' steps."""
+    import json
+
+    import pytest
+
+    import benchmarks.table_cost as tc
+    from aa_harness_bench.performance import table_cost_table
+
+    monkeypatch.setattr(tc, "RESULTS", tmp_path)
+    path = ROOT / "experiments" / "table2-public.toml"
+    empty = tmp_path / "runs"
+    empty.mkdir()
+    assert tc.main([str(path), "--runs-dir", str(empty), "--collections", "pan19-en", "--label", "rerun-x"]) == 0
+    record = json.loads((tmp_path / "table-cost-table2-public-pan19-en-rerun-x.json").read_text())
+    assert record["label"] == "rerun-x" and record["runs_dir"] == empty.as_posix()
+    assert [p.name for p in tmp_path.glob("*.json")] == ["table-cost-table2-public-pan19-en-rerun-x.json"]
+    own = tc.table_cost(str(path), ROOT / "leaderboards" / "runs", ["pan19-en"])
+    one = tc.table_cost(str(ROOT / "experiments" / "table1-public.toml"), ROOT / "leaderboards" / "runs", ["pan19-en"])
+    lines = table_cost_table([own, one, record]).splitlines()
+    assert any("`" + record["experiment"] + "`, rerun-x" in line for line in lines)
+    together = [line for line in lines if "together" in line]
+    assert len(together) == 1 and "rerun-x" not in together[0]  # the two record files, not the rerun
+    with pytest.raises(SystemExit):
+        tc.main([str(path), "--runs-dir", str(empty), "--label", "../x"])
