@@ -226,16 +226,30 @@ def cmd_compare(args) -> int:
         raise HarnessError(f"--resamples {args.resamples}: give 1 to {MAX_RESAMPLES:,}")
     runs_dir = locations.runs_dir(args.runs_dir)
     manifests = locations.manifest_dirs(runs_dir, args.splits_dir)
-    runs = _results_by_run(runs_dir, args.collection, (args.run_a, args.run_b), args.splits_dir)
-    a, b = ([res for _, res in runs[n]] for n in (args.run_a, args.run_b))
+    name_a, name_b = args.run_a, args.run_b or args.run_a
+    label_a, label_b = name_a, name_b
+    if args.against is None:
+        if args.run_b is None:
+            raise HarnessError("compare needs RUN_B, or --against DIR to compare RUN_A with its namesake there")
+        runs = _results_by_run(runs_dir, args.collection, (name_a, name_b), args.splits_dir)
+        a, b = ([res for _, res in runs[n]] for n in (name_a, name_b))
+    else:
+        # a rerun against a record, say: each run read, verified, from its own folder
+        if not args.against.is_dir():
+            raise HarnessError(f"--against {args.against}: no such folder")
+        a = [res for _, res in _results_by_run(runs_dir, args.collection, (name_a,), args.splits_dir)[name_a]]
+        b = [res for _, res in _results_by_run(args.against, args.collection, (name_b,), args.splits_dir)[name_b]]
+        if name_a == name_b:
+            print(f"A: {name_a} in {runs_dir}\nB: {name_b} in {args.against}\n")
+            label_a, label_b = "A", "B"
     res = compare_results(a, b, manifests, resamples=args.resamples)
-    print(format_comparison(args.run_a, args.run_b, res))
+    print(format_comparison(label_a, label_b, res))
     macro_a, macro_b, authors = paired_author_macro(a, b, manifests)
     s8 = res["success@8"]
     print(
-        f"\nSuccess@8 pooled over the paired queries: {args.run_a} {100 * s8.mean_a:.1f}, {args.run_b} "
+        f"\nSuccess@8 pooled over the paired queries: {label_a} {100 * s8.mean_a:.1f}, {label_b} "
         f"{100 * s8.mean_b:.1f}; author-macro (each query author's mean, then the mean over the {authors} "
-        f"authors): {args.run_a} {100 * macro_a:.1f}, {args.run_b} {100 * macro_b:.1f}."
+        f"authors): {label_a} {100 * macro_a:.1f}, {label_b} {100 * macro_b:.1f}."
     )
     n, sd, have = needed_authors(a, b, manifests)
     print(
@@ -866,8 +880,19 @@ def _add_split_parser(sub) -> None:
 def _add_compare_parser(sub) -> None:
     sp = sub.add_parser("compare", help="paired significance test of two runs on one collection (pooled seeds)")
     sp.add_argument("run_a", metavar="RUN_A", help="a run name under <runs-dir>/<collection>/")
-    sp.add_argument("run_b", metavar="RUN_B", help="the run to compare it with (same collection and seeds)")
+    sp.add_argument(
+        "run_b",
+        metavar="RUN_B",
+        nargs="?",
+        help="the run to compare it with (same collection and seeds); with --against, default RUN_A",
+    )
     sp.add_argument("--collection", required=True, help="the collection both runs were made on")
+    sp.add_argument(
+        "--against",
+        type=Path,
+        metavar="DIR",
+        help="read RUN_B from this results folder (a rerun in --runs-dir against the committed record, say)",
+    )
     _add_runs_dir(sp)
     _add_splits_dir(sp)
     sp.add_argument(

@@ -119,3 +119,26 @@ def test_compare_prints_the_paired_test_and_the_page_marks(tmp_path, capsys):
     page = (out / "collections" / "demo.md").read_text()
     # on demo char-ngram beats bm25 by about 60 points: bm25 is marked as different from the best row
     assert "| bm25 *" in page and "| char-ngram †" in page
+
+
+def test_compare_against_reads_the_namesake_from_another_results_folder(tmp_path, capsys):
+    """A rerun in one's own runs folder against the committed record: the same run name in two
+    folders, each verified where it lies; a deterministic system rerun agrees exactly."""
+    mine, record, splits = tmp_path / "mine", tmp_path / "record", tmp_path / "s"
+    for runs in (mine, record):
+        assert main(["run", "bm25", "--runs-dir", str(runs), "--splits-dir", str(splits), "--no-progress"]) == 0
+    assert main(["run", "char-ngram", "--runs-dir", str(record), "--splits-dir", str(splits), "--no-progress"]) == 0
+    capsys.readouterr()
+    common = ["--collection", "demo", "--runs-dir", str(mine), "--splits-dir", str(splits), "--resamples", "2000"]
+    assert main(["compare", "bm25", "--against", str(record), *common]) == 0
+    text = capsys.readouterr().out
+    assert f"A: bm25 in {mine}" in text and f"B: bm25 in {record}" in text
+    row = next(line for line in text.splitlines() if line.startswith("| success@8"))
+    assert "+0.0" in row and "1.0000" in row  # bm25 is deterministic: the rerun is the same ranking
+    assert main(["compare", "bm25", "char-ngram", "--against", str(record), *common]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| success@8"))
+    assert "+0.0" not in row  # bm25 here against char-ngram there
+    assert main(["compare", "bm25", *common]) == 2
+    assert "needs RUN_B, or --against" in capsys.readouterr().err
+    assert main(["compare", "bm25", "--against", str(tmp_path / "nowhere"), *common]) == 2
+    assert "no such folder" in capsys.readouterr().err
