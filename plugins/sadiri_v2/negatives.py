@@ -19,7 +19,12 @@ from plugins.sadiri_v2.config import parse_strategy
 
 
 def nearest_other_author(vecs: np.ndarray, authors: Sequence[str], k: int, block: int = 2048) -> np.ndarray:
-    """For each row, the indices of its k most cosine-similar rows by other authors (best first)."""
+    """For each row, the indices of its k most cosine-similar rows by other authors (best first).
+    Vectors narrower than float32 are widened first: numpy has no BLAS for float16, where 7,128
+    SBERT vectors took 220 s against 8 s for the whole float32 mining."""
+    vecs = np.asarray(vecs)
+    if vecs.dtype not in (np.float32, np.float64):
+        vecs = vecs.astype(np.float32)
     v = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
     _, codes = np.unique(np.asarray(authors), return_inverse=True)
     k = min(k, len(v) - 1)

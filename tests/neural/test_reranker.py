@@ -462,3 +462,14 @@ def test_a_batch_is_described_by_its_queries_and_candidates_document_ids(tiny_qw
     text = task.describe(batch)
     ids = [[task.docs[i].documentID for i in example] for example in batch]
     assert text == "queries " + "; ".join(f"{q} (candidates {', '.join(cands)})" for q, *cands in ids)
+
+
+def test_neighbours_of_float16_vectors_are_those_of_their_float32_values():
+    """An embedder may hand back float16 (a half-precision SBERT): the similarities are still
+    float32 products of the same values, not float16 ones, which round differently and have no
+    BLAS behind them."""
+    rng = np.random.default_rng(0)
+    half = rng.standard_normal((400, 768)).astype(np.float16)
+    authors = [f"a{i // 2}" for i in range(400)]
+    got = nearest_other_author(half, authors, k=20)
+    assert np.array_equal(got, nearest_other_author(half.astype(np.float32), authors, k=20))
