@@ -226,22 +226,21 @@ def cmd_compare(args) -> int:
         raise HarnessError(f"--resamples {args.resamples}: give 1 to {MAX_RESAMPLES:,}")
     runs_dir = locations.runs_dir(args.runs_dir)
     manifests = locations.manifest_dirs(runs_dir, args.splits_dir)
+    if args.run_b is None and args.against is None:
+        raise HarnessError("compare needs RUN_B, or --against DIR to compare RUN_A with its namesake there")
+    if args.against is not None and not args.against.is_dir():
+        raise HarnessError(f"--against {args.against}: no such folder")
+    # each run read, verified, from its own folder: RUN_B from --against where given (a rerun against a record)
+    folder_b = runs_dir if args.against is None else args.against
     name_a, name_b = args.run_a, args.run_b or args.run_a
+    a, b = (
+        [res for _, res in _results_by_run(folder, args.collection, (name,), args.splits_dir)[name]]
+        for folder, name in ((runs_dir, name_a), (folder_b, name_b))
+    )
     label_a, label_b = name_a, name_b
-    if args.against is None:
-        if args.run_b is None:
-            raise HarnessError("compare needs RUN_B, or --against DIR to compare RUN_A with its namesake there")
-        runs = _results_by_run(runs_dir, args.collection, (name_a, name_b), args.splits_dir)
-        a, b = ([res for _, res in runs[n]] for n in (name_a, name_b))
-    else:
-        # a rerun against a record, say: each run read, verified, from its own folder
-        if not args.against.is_dir():
-            raise HarnessError(f"--against {args.against}: no such folder")
-        a = [res for _, res in _results_by_run(runs_dir, args.collection, (name_a,), args.splits_dir)[name_a]]
-        b = [res for _, res in _results_by_run(args.against, args.collection, (name_b,), args.splits_dir)[name_b]]
-        if name_a == name_b:
-            print(f"A: {name_a} in {runs_dir}\nB: {name_b} in {args.against}\n")
-            label_a, label_b = "A", "B"
+    if name_a == name_b and args.against is not None:
+        print(f"A: {name_a} in {runs_dir}\nB: {name_b} in {folder_b}\n")
+        label_a, label_b = "A", "B"
     res = compare_results(a, b, manifests, resamples=args.resamples)
     print(format_comparison(label_a, label_b, res))
     macro_a, macro_b, authors = paired_author_macro(a, b, manifests)
