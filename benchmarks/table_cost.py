@@ -161,7 +161,7 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--label",
         type=_label,
-        help="a rerun's name (letters, digits, '.', '-'), e.g. rerun-h200-x4: its own row on the page and its "
+        help="a rerun's name (letters, digits, '.', '-'), e.g. rerun-h200: its own row on the page and its "
         "own file, table-cost-<experiment>[-<collections>]-<label>.json",
     )
     args = ap.parse_args(argv)
