@@ -54,6 +54,27 @@ def critical_first(todo: Sequence[str], deps: dict[str, list[str]], minutes: dic
     return sorted(todo, key=lambda a: -chain[a])
 
 
+# The host thread pools each process sizes to every core unless told: torch's and OpenMP's, BLAS's
+# (numpy), and Rayon's (the Hugging Face tokenizers). N steps side by side, each taking every core,
+# oversubscribe the host N times over.
+THREAD_POOLS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "RAYON_NUM_THREADS")
+
+
+def host_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def thread_share(slots: int, cores: int, environ: dict[str, str]) -> dict[str, str]:
+    """The thread-pool sizes each of `slots` steps running side by side is given: its share of
+    the host's cores (at least one), for each pool the user has not sized already (as torchrun
+    gives its workers one thread unless told)."""
+    share = str(max(1, cores // max(1, slots)))
+    return {name: share for name in THREAD_POOLS if name not in environ}
+
+
 def visible_gpus(gpus: int) -> list[str]:
     """The GPUs `--gpus N` hands out: the first N that CUDA_VISIBLE_DEVICES names (so two reproduce
     commands given disjoint sets share a machine without sharing a card), else 0..N-1."""
@@ -85,10 +106,12 @@ def run_side_by_side(
     collections: Sequence[str] = (),
 ) -> None:
     """Each step in its own process as soon as the steps it needs are done and enough GPUs are
-    free; a step of `gpus = 0` takes none (one such step at a time). The first failure stops
-    the launching of new steps; the running ones finish, and the failure is reported."""
+    free; a step of `gpus = 0` takes none (one such step at a time). Each process sizes its host
+    thread pools to its share of the cores (`thread_share`). The first failure stops the
+    launching of new steps; the running ones finish, and the failure is reported."""
     pending = list(todo)
     cards = visible_gpus(gpus)
+    threads = thread_share(len(cards), host_cores(), dict(os.environ))
     free = list(cards)
     running: dict[str, tuple[subprocess.Popen, list[str], float, Path]] = {}
     finished: set[str] = set()
@@ -105,7 +128,7 @@ def run_side_by_side(
             if need > len(free) or (need == 0 and any(exp.steps[a].gpus == 0 for a in running)):
                 continue
             mine, free = free[:need], free[need:]
-            env = {**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(map(str, mine))}
+            env = {**os.environ, **threads, "CUDA_VISIBLE_DEVICES": ",".join(map(str, mine))}
             log_path = logs / f"{address}.log"
             with open(log_path, "w") as log:
                 proc = subprocess.Popen(

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -288,6 +289,42 @@ def test_side_by_side_steps_get_their_own_gpu(tmp_path, capsys):
     logs = runs / ".reproduce" / "logs"
     assert {p.name for p in logs.glob("*.log")} == {"run.bm25.log", "run.char-ngram.log", "leaderboard.log"}
     assert (runs / "demo" / "char-ngram" / "seed-0.json").is_file()
+
+
+def test_side_by_side_steps_share_the_hosts_cores():
+    """Each of N steps side by side sizes its thread pools to its share of the cores, at least one;
+    a pool the user sized is left to the user."""
+    from harness.experiments.executors import THREAD_POOLS, thread_share
+
+    assert thread_share(4, 64, {}) == dict.fromkeys(THREAD_POOLS, "16")
+    assert thread_share(3, 2, {}) == dict.fromkeys(THREAD_POOLS, "1")
+    assert thread_share(2, 32, {"OMP_NUM_THREADS": "8"}) == {n: "16" for n in THREAD_POOLS if n != "OMP_NUM_THREADS"}
+
+
+def test_side_by_side_processes_are_given_their_share(tmp_path, monkeypatch):
+    """What the step processes are started with: their GPU and their share of the host's cores."""
+    from harness.experiments import executors
+
+    path = _write(tmp_path, DEMO_RUNS.format(gpus="gpus = 1"))
+    for name in executors.THREAD_POOLS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(executors, "host_cores", lambda: 8)
+    envs = []
+
+    class Done:
+        returncode = 0
+
+        def __init__(self, command, env, **kwargs):
+            envs.append(env)
+
+        def poll(self):
+            return 0
+
+    monkeypatch.setattr(executors, "subprocess", SimpleNamespace(Popen=Done, STDOUT=-2, DEVNULL=-3))
+    assert main(["reproduce", str(path), "--runs-dir", str(tmp_path / "runs"), "--gpus", "2", "--only", "run"]) == 0
+    assert sorted(e["CUDA_VISIBLE_DEVICES"] for e in envs) == ["0", "1"]
+    assert all(e[name] == "4" for e in envs for name in executors.THREAD_POOLS)
 
 
 def test_side_by_side_uses_the_gpus_it_is_given(tmp_path, monkeypatch, caplog):
