@@ -1125,7 +1125,8 @@ def _add_stage_parser(sub) -> None:
         nargs="+",
         metavar="NAME",
         help="pack: just these backbones, data names, collections, done steps (whose store entry to carry) "
-        "or steps to run (the store entries and results they read; with no step named, every step left's)",
+        "or steps to run (the backbones, data, collections, store entries and results they read; with no "
+        "step named, every step left's store entries and results)",
     )
     sp.add_argument("--chunk-mib", type=int, default=60, help="pack: the largest chunk, in MiB (default 60)")
     sp.add_argument(

@@ -22,20 +22,24 @@ MANIFEST = "stage.json"
 
 def _sources(plan: Plan, names: list[str] | None) -> list[tuple[str, Path]]:
     """(where it goes, local path) of the experiment's data files and backbones' local copies."""
+    from harness.experiments.reproduce import needed, outputs
     from harness.foundation import locations
     from harness.neural.models import ModelNotFoundError, resolve_model
 
+    todo, _ = needed(plan, outputs(plan.exp), explicit=False)  # judged once: it reads every result
+    read = _read_by_named_steps(plan, names)
     out: list[tuple[str, Path]] = []
     for name, src in plan.exp.data.items():
-        if src.file and (names is None or name in names):
+        if src.file and (names is None or name in names or name in read):
             path = plan.data_path(name)
             if path is not None:
                 out.append((f"corpora/{src.file}", path))
     # the files of the collections the steps run on (CollectionSpec.files), from the corpora folder
     folder = locations.corpora_dir(plan.data_dir)
     collections = sorted({c for step in plan.exp.steps.values() for c in step.collections})
+    named = [c for c in collections if names is not None and c in names]
     for c in collections:
-        if names is not None and c not in names:
+        if names is not None and c not in (named or read):
             continue
         for f in plan.registry.collections[c].files:
             if (folder / f).is_file() and f"corpora/{f}" not in {d for d, _ in out}:
@@ -45,7 +49,7 @@ def _sources(plan: Plan, names: list[str] | None) -> list[tuple[str, Path]]:
                     f"collection {c!r}: its file {f} is not in {folder} (--data-dir or ${locations.CORPORA_ENV})"
                 )
     for name, b in plan.exp.backbones.items():
-        if b.tiny or (names is not None and name not in names):
+        if b.tiny or (names is not None and name not in names and name not in read):
             continue
         try:
             folder = Path(resolve_model(str(b.id), hub=False))
@@ -55,9 +59,6 @@ def _sources(plan: Plan, names: list[str] | None) -> list[tuple[str, Path]]:
         last = str(b.id).rstrip("/").split("/")[-1]
         for f in sorted(p for p in folder.rglob("*") if p.is_file()):
             out.append((f"models/{last}/{f.relative_to(folder).as_posix()}", f))
-    from harness.experiments.reproduce import needed, outputs
-
-    todo, _ = needed(plan, outputs(plan.exp), explicit=False)  # judged once: it reads every result
     out += _store_entries(plan, names, todo)
     out += _run_inputs(plan, names, todo)
     return out
@@ -69,6 +70,19 @@ def _carried_steps(plan: Plan, names: list[str] | None, todo: Sequence[str]) -> 
     if names is None or not any(n in plan.exp.steps for n in names):
         return list(todo)
     return [a for a in todo if a in names]
+
+
+def _read_by_named_steps(plan: Plan, names: list[str] | None) -> set[str]:
+    """The backbones, data names and collections the steps named under --only read (a run of a
+    trained model loads its training's backbone): naming a step carries what it runs on, as
+    naming a backbone or a collection carries that. Empty where --only names no step."""
+    exp = plan.exp
+    read: set[str] = set()
+    for step in (exp.steps[n] for n in names or () if n in exp.steps):
+        trained = exp.steps[step.model] if step.model else None
+        read |= {b for b in (step.backbone, trained.backbone if trained else None) if b}
+        read |= {d for d in step.inputs if d in exp.data} | set(step.collections)
+    return read
 
 
 def _store_entries(plan: Plan, names: list[str] | None, todo: Sequence[str]) -> list[tuple[str, Path]]:

@@ -539,6 +539,51 @@ def test_stage_carries_the_files_of_the_collections_the_steps_run_on(tmp_path, c
     assert "collection 'pan18-en': its file enron.jsonl.gz is not in" in err and not (tmp_path / "again").exists()
 
 
+def test_stage_naming_steps_carries_their_backbones_and_collections(tmp_path, monkeypatch):
+    """--only with steps alone: the backbones those steps load and the files of the collections they
+    run on travel, the other step's do not; a collection named as well narrows them to it."""
+    corpora = tmp_path / "corpora"
+    corpora.mkdir()
+    for f in ("pan18-en.jsonl.gz", "blogs-background.jsonl.gz", "enron.jsonl.gz", "reddit-xsub.jsonl.gz"):
+        (corpora / f).write_bytes(os.urandom(100))
+    for name in ("enc-a", "enc-b"):
+        (tmp_path / "models" / name).mkdir(parents=True)
+        (tmp_path / "models" / name / "config.json").write_text("{}")
+    monkeypatch.setenv("AA_HARNESS_MODEL_DIR", str(tmp_path / "models"))
+    exp = _write(
+        tmp_path,
+        """
+[experiment]
+name = "named"
+[backbones.a]
+id = "org/enc-a"
+revision = "main"
+[backbones.b]
+id = "org/enc-b"
+revision = "main"
+[run.a]
+system = "sbert"
+backbone = "a"
+collections = ["pan18-en", "demo"]
+[run.b]
+system = "sbert"
+backbone = "b"
+collections = ["reddit-xsub"]
+""",
+    )
+
+    def packed(*only: str) -> list[str]:
+        out = tmp_path / "-".join(only)
+        argv = ["stage", "pack", str(out), "--experiment", str(exp), "--data-dir", str(corpora)]
+        assert main([*argv, "--runs-dir", str(tmp_path / "runs"), "--only", *only]) == 0
+        return sorted(f["path"] for f in json.loads((out / "stage.json").read_text())["files"])
+
+    pan18 = ["corpora/blogs-background.jsonl.gz", "corpora/enron.jsonl.gz", "corpora/pan18-en.jsonl.gz"]
+    assert packed("run.a") == pan18 + ["models/enc-a/config.json"]
+    assert packed("run.a", "demo") == ["models/enc-a/config.json"]
+    assert packed("run.b") == ["corpora/reddit-xsub.jsonl.gz", "models/enc-b/config.json"]
+
+
 def test_stage_carries_the_trained_models_the_steps_left_to_run_need(tmp_path, capsys, monkeypatch):
     """A model trained in an earlier allotment and kept in the store travels with the stage, so the
     machine there runs the steps that read it without training it again; one that is not made
@@ -642,11 +687,20 @@ def test_the_dry_run_prices_what_is_done_as_measured_and_what_is_left_as_project
     assert done["run.sadiri-mpnet"][0] == "done" and done["run.sadiri-mpnet"][2].endswith(" measured")
 
 
-def test_stage_carries_the_results_a_step_left_half_done_reads(tmp_path, capsys):
+def test_stage_carries_the_results_a_step_left_half_done_reads(tmp_path, capsys, monkeypatch):
     """Table 2's n(r) rerank with two of its four blogs-xtopic-all seeds done: the stage carries
     those two seeds and the first stage's four (results and rankings), so the machine there
     verifies them and makes only the two left."""
     import hashlib
+
+    from harness.experiments.plan import Plan
+
+    # the reranker's backbone travels too: a stand-in folder, its pinned sha256 not checked here
+    backbone = tmp_path / "models" / "Qwen2.5-Coder-0.5B-Instruct-GGUF"
+    backbone.mkdir(parents=True)
+    (backbone / "config.json").write_text("{}")
+    monkeypatch.setenv("AA_HARNESS_MODEL_DIR", str(tmp_path / "models"))
+    monkeypatch.setattr(Plan, "check_backbone", lambda self, name: None)
 
     step = "rerank.sadiri-v2-qwen2.5-1.5b-cosine-b16-lr1e-4+reranker-r-b4-all-authors"
     first = "sadiri-v2-qwen2.5-1.5b-cosine-b16-lr1e-4"
