@@ -572,8 +572,14 @@ def table_cost_table(records: list[dict]) -> str:
     for (scope, rerun), group in scopes.items():
         if len(group) < 2 or not all("makes" in s for r in group for s in r["results"]["steps"]):
             continue
-        # the files together: a step two files share (the same model or run, by content) counts once
-        once = {s["makes"]: s for r in group for s in r["results"]["steps"]}
+        # the files together: a step two files share (the same model or run, by content) counts once,
+        # its measured figure over a projection, and the newer measurement over an older one
+        once: dict[str, dict] = {}
+        for r in sorted(group, key=lambda r: r.get("finished_at") or ""):
+            for s in r["results"]["steps"]:
+                kept = once.get(s["makes"])
+                if kept is None or s["measured"] is not None or kept["measured"] is None:
+                    once[s["makes"]] = s
         left = sorted({a for r in group for a in r["results"]["no_precedent"]})
         rows.append(row("together, each step once" + (f", {rerun}" if rerun else ""), scope, list(once.values()), left))
     return markdown_table(

@@ -19,10 +19,14 @@ _log = logging.getLogger(__name__)
 
 
 def perform(plan: Plan, address: str, *, progress: bool = False) -> None:
+    """One step; `progress` switches every bar inside it (a training's epochs and its mining too),
+    so `--no-progress` leaves a step's log free of them."""
+    from harness.foundation import progress as progress_module
+
     step = plan.exp.steps[address]
-    {"curate": _curate, "train": _train, "run": _run, "rerank": _rerank, "leaderboard": _leaderboard}[step.kind](
-        plan, step, progress
-    )
+    action = {"curate": _curate, "train": _train, "run": _run, "rerank": _rerank, "leaderboard": _leaderboard}
+    with progress_module.enabled(progress):
+        action[step.kind](plan, step, progress)
 
 
 def _fresh_folder(final: Path) -> Path:

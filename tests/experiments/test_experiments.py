@@ -391,6 +391,54 @@ def test_smoke_experiment_end_to_end(tmp_path, executor, capsys, monkeypatch):
     assert all(c.parent.parent.name in listed for c in cards)
 
 
+def test_no_progress_silences_the_bars_inside_a_training_step(tmp_path, monkeypatch):
+    """--no-progress reaches a train step's own bars (its epochs, its hard-negative mining), not
+    only a run's: a step run in its own process writes no bars into its log."""
+    import harness.runs.train_job as train_job_module
+    from harness.experiments.actions import perform
+    from harness.experiments.plan import Plan, file_sha256
+    from harness.experiments.reproduce import load
+    from harness.foundation import progress
+    from harness.plugins import load_registry
+
+    corpora = tmp_path / "corpora"
+    corpora.mkdir()
+    docs = corpora / "train.jsonl"
+    docs.write_text('{"documentID": "d0", "authorIDs": ["a0"], "fullText": "t", "genre": "g"}\n')
+    exp_path = _write(
+        tmp_path,
+        f"""
+[experiment]
+name = "quiet"
+seeds = [0]
+[data.train]
+file = "train.jsonl"
+sha256 = "{file_sha256(docs)}"
+[backbones.tiny-bert]
+tiny = "bert"
+seed = 0
+[train.s]
+system = "sadiri"
+data = "train"
+backbone = "tiny-bert"
+""",
+    )
+    monkeypatch.setenv("AA_HARNESS_STORE", str(tmp_path / "store"))
+    registry = load_registry()
+    plan = Plan(load(exp_path, registry), registry, tmp_path / "runs", data_dir=str(corpora))
+    seen: list[bool] = []
+
+    def fake_train_job(*args, **kwargs):
+        seen.append(progress.is_enabled())
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(train_job_module, "train_job", fake_train_job)
+    for on in (False, True):
+        with pytest.raises(RuntimeError, match="stop here"):
+            perform(plan, "train.s", progress=on)
+    assert seen == [False, True]
+
+
 def test_stage_packs_in_chunks_and_unpacks_only_when_whole(tmp_path, capsys, monkeypatch):
     """Backbones and data cut into chunks; unpack waits for the last chunk, then every file's sha256 holds."""
     from harness.experiments.plan import file_sha256

@@ -125,6 +125,33 @@ def test_two_tables_together_count_a_shared_step_once(tmp_path):
     assert abs(separate - shared_minutes - expected) <= 0.1 * (len(made[0]) + len(made[1]))  # rounding of each step
 
 
+def test_together_a_shared_step_counts_its_measured_figure_over_a_projection():
+    """Two reruns sharing a step, one that measured it and one (written later) that only projected
+    it: the row of both together counts the measurement; of two measurements, the newer."""
+    from aa_harness_bench.performance import table_cost_table
+
+    def record(name: str, finished: str, steps: list[tuple[str, float | None, float | None]]) -> dict:
+        return {
+            "name": name,
+            "experiment": f"experiments/{name}.toml",
+            "label": "rerun-x",
+            "collections": ["pan19-en"],
+            "finished_at": finished,
+            "results": {
+                "steps": [{"makes": m, "kind": "run", "measured": a, "projected": b} for m, a, b in steps],
+                "no_precedent": [],
+            },
+        }
+
+    measured = record("one", "2026-01-02", [("runs/shared", 1.0, None), ("runs/a", 3.0, None)])
+    projected = record("two", "2026-01-03", [("runs/shared", None, 9.0), ("runs/b", 5.0, None)])
+    row = next(line for line in table_cost_table([measured, projected]).splitlines() if "together" in line)
+    assert [c.strip() for c in row.split("|")[4:8]] == ["9.0", "0.0", "0.0", "9"]  # 1 + 3 + 5, no 9 projected
+    newer = record("three", "2026-01-04", [("runs/shared", 2.0, None)])
+    row = next(line for line in table_cost_table([measured, newer]).splitlines() if "together" in line)
+    assert [c.strip() for c in row.split("|")[4:8]] == ["5.0", "0.0", "0.0", "5"]  # 2 + 3
+
+
 def test_a_reruns_training_log_in_timings_wins_for_its_model(tmp_path):
     """--timings: a training log read after the experiment's own folders (a rerun's, kept beside its
     results) is the measured figure of the model it trained."""
