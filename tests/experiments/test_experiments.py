@@ -50,6 +50,29 @@ def _write(tmp_path: Path, text: str, name: str = "exp.toml") -> Path:
     return path
 
 
+def _tiny_training(tmp_path: Path, name: str, docs: Path, more: str = "") -> Path:
+    """An experiment training sadiri on a tiny BERT over the file `docs` (its sha256 pinned), with
+    `more` tables after the training."""
+    from harness.experiments.plan import file_sha256
+
+    text = f"""
+[experiment]
+name = "{name}"
+seeds = [0]
+[data.train]
+file = "{docs.name}"
+sha256 = "{file_sha256(docs)}"
+[backbones.tiny-bert]
+tiny = "bert"
+seed = 0
+[train.s]
+system = "sadiri"
+data = "train"
+backbone = "tiny-bert"
+"""
+    return _write(tmp_path, text + more)
+
+
 def _one_line_error(capsys, argv) -> str:
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -396,7 +419,7 @@ def test_no_progress_silences_the_bars_inside_a_training_step(tmp_path, monkeypa
     only a run's: a step run in its own process writes no bars into its log."""
     import harness.runs.train_job as train_job_module
     from harness.experiments.actions import perform
-    from harness.experiments.plan import Plan, file_sha256
+    from harness.experiments.plan import Plan
     from harness.experiments.reproduce import load
     from harness.foundation import progress
     from harness.plugins import load_registry
@@ -405,24 +428,7 @@ def test_no_progress_silences_the_bars_inside_a_training_step(tmp_path, monkeypa
     corpora.mkdir()
     docs = corpora / "train.jsonl"
     docs.write_text('{"documentID": "d0", "authorIDs": ["a0"], "fullText": "t", "genre": "g"}\n')
-    exp_path = _write(
-        tmp_path,
-        f"""
-[experiment]
-name = "quiet"
-seeds = [0]
-[data.train]
-file = "train.jsonl"
-sha256 = "{file_sha256(docs)}"
-[backbones.tiny-bert]
-tiny = "bert"
-seed = 0
-[train.s]
-system = "sadiri"
-data = "train"
-backbone = "tiny-bert"
-""",
-    )
+    exp_path = _tiny_training(tmp_path, "quiet", docs)
     monkeypatch.setenv("AA_HARNESS_STORE", str(tmp_path / "store"))
     registry = load_registry()
     plan = Plan(load(exp_path, registry), registry, tmp_path / "runs", data_dir=str(corpora))
@@ -636,7 +642,7 @@ def test_stage_carries_the_trained_models_the_steps_left_to_run_need(tmp_path, c
     """A model trained in an earlier allotment and kept in the store travels with the stage, so the
     machine there runs the steps that read it without training it again; one that is not made
     (or that nothing left to run reads) does not."""
-    from harness.experiments.plan import Plan, file_sha256
+    from harness.experiments.plan import Plan
     from harness.experiments.reproduce import load
     from harness.plugins import load_registry
 
@@ -653,23 +659,11 @@ def test_stage_carries_the_trained_models_the_steps_left_to_run_need(tmp_path, c
         )
     )
     monkeypatch.setenv("AA_HARNESS_STORE", str(tmp_path / "store"))
-    exp_path = _write(
+    exp_path = _tiny_training(
         tmp_path,
-        f"""
-[experiment]
-name = "carried"
-seeds = [0]
-[data.train]
-file = "train.jsonl"
-sha256 = "{file_sha256(docs)}"
-[backbones.tiny-bert]
-tiny = "bert"
-seed = 0
-[train.s]
-system = "sadiri"
-data = "train"
-backbone = "tiny-bert"
-[run.s]
+        "carried",
+        docs,
+        """[run.s]
 system = "sadiri"
 model = "train.s"
 collections = ["demo"]
