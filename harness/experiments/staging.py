@@ -22,11 +22,9 @@ MANIFEST = "stage.json"
 
 def _sources(plan: Plan, names: list[str] | None) -> list[tuple[str, Path]]:
     """(where it goes, local path) of the experiment's data files and backbones' local copies."""
-    from harness.experiments.reproduce import needed, outputs
     from harness.foundation import locations
     from harness.neural.models import ModelNotFoundError, resolve_model
 
-    todo, _ = needed(plan, outputs(plan.exp), explicit=False)  # judged once: it reads every result
     read = _read_by_named_steps(plan, names)
     out: list[tuple[str, Path]] = []
     for name, src in plan.exp.data.items():
@@ -59,6 +57,9 @@ def _sources(plan: Plan, names: list[str] | None) -> list[tuple[str, Path]]:
         last = str(b.id).rstrip("/").split("/")[-1]
         for f in sorted(p for p in folder.rglob("*") if p.is_file()):
             out.append((f"models/{last}/{f.relative_to(folder).as_posix()}", f))
+    from harness.experiments.reproduce import needed, outputs
+
+    todo, _ = needed(plan, outputs(plan.exp), explicit=False)  # judged once: it reads every result
     out += _store_entries(plan, names, todo)
     out += _run_inputs(plan, names, todo)
     return out
